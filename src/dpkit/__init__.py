@@ -1,0 +1,3 @@
+"""dpkit: differential privacy with exact divergences, safe noise and tight accounting."""
+
+__version__ = "0.1.0"

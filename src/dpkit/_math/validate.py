@@ -1,0 +1,68 @@
+"""Validation of public parameters. NaN-safe: every check is written so that NaN fails it."""
+
+from __future__ import annotations
+
+import math
+
+
+def _num(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:
+            import numpy as np
+
+            if isinstance(value, np.generic) and np.issubdtype(type(value), np.number):
+                return float(value)  # type: ignore[arg-type]
+        except ImportError:  # pragma: no cover
+            pass
+        raise TypeError(f"{name} must be a real number; got {type(value).__name__} {value!r}.")
+    return float(value)
+
+
+def check_finite(name: str, value: object) -> float:
+    """Return ``value`` as float if it is a finite real number, else raise."""
+    x = _num(name, value)
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be finite; got {x}.")
+    return x
+
+
+def check_positive(name: str, value: object, *, allow_inf: bool = False) -> float:
+    """Return ``value`` if ``0 < value`` (and finite unless ``allow_inf``), else raise ValueError."""
+    x = _num(name, value)
+    if not (x > 0) or (not allow_inf and math.isinf(x)):
+        bound = "in (0, inf]" if allow_inf else "finite and > 0"
+        raise ValueError(f"{name} must be {bound}; got {x}.")
+    return x
+
+
+def check_epsilon(value: object, name: str = "epsilon", *, allow_inf: bool = False) -> float:
+    """epsilon must be >= 0 (and finite unless ``allow_inf``)."""
+    x = _num(name, value)
+    if not (x >= 0) or (not allow_inf and math.isinf(x)):
+        bound = "in [0, inf]" if allow_inf else "finite and >= 0"
+        raise ValueError(f"{name} must be {bound}; got {x}.")
+    return x
+
+
+def check_delta(value: object, name: str = "delta", *, open_interval: bool = False) -> float:
+    """delta must be in [0, 1] (or in (0, 1) with ``open_interval``)."""
+    x = _num(name, value)
+    if open_interval:
+        if not (0 < x < 1):
+            raise ValueError(f"{name} must be in (0, 1); got {x}.")
+    elif not (0 <= x <= 1):
+        raise ValueError(f"{name} must be in [0, 1]; got {x}.")
+    return x
+
+
+def check_probability(value: object, name: str = "p") -> float:
+    """A probability in [0, 1]."""
+    return check_delta(value, name)
+
+
+def check_alpha(value: object, name: str = "alpha") -> float:
+    """A Rényi order: alpha > 0 (alpha = inf allowed, meaning the max divergence)."""
+    x = _num(name, value)
+    if not (x > 0):
+        raise ValueError(f"{name} must be > 0 (use math.inf for the max divergence); got {x}.")
+    return x
