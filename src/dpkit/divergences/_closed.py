@@ -1,0 +1,371 @@
+r"""Closed forms for same-family pairs, all in log space.
+
+Sources (each re-derived and checked against mpmath at 50 digits in ``tests/divergences``):
+
+* Laplace shift Lap(0,b) vs Lap(D,b), t = D/b: KL = t + e^{-t} - 1; Rényi (Mironov 2017,
+  arXiv 1702.07476v3, Table II); TV = 1 - e^{-t/2}; delta(eps) = 1 - e^{(eps - t)/2} for
+  |eps| <= t (its value for eps < 0 follows from E_gamma(P||Q) = 1 - gamma + gamma E_{1/gamma}(Q||P)).
+* Gaussian shift N(0,s^2) vs N(D,s^2), mu = D/s: KL = mu^2/2, D_alpha = alpha mu^2/2,
+  TV = 2 Phi(mu/2) - 1, delta(eps) = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu)
+  (Balle & Wang 2018, arXiv 1805.06530v2, Thm 8), evaluated through erfcx for large eps.
+* Gaussians with different variances: KL and Rényi (Gil, Alajaji, Linder 2013, Information
+  Sciences 249, Table 2); the max divergence from the maximum of the quadratic log-ratio.
+* Discrete Laplace shift (integer D, scale t): PLD with D+1 atoms; KL, Rényi, TV and delta(eps)
+  in closed form (Canonne, Kamath, Steinke 2020, arXiv 2004.00010v5 for the family).
+* Discrete Gaussian shift: KL = D^2/(2 s^2); D_alpha = alpha D^2/(2 s^2) + ln(theta((1-alpha)D)/theta(0))/(alpha-1);
+  delta(eps) summed exactly in log space (CKS 2020, Thm 7 for the profile).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special
+
+from dpkit._math import Estimate, log1mexp
+from dpkit.distributions._theta import log_theta_ratio
+from dpkit.divergences import _finite
+from dpkit.divergences._evaluator import Evaluator
+
+_SQRT2 = math.sqrt(2.0)
+
+
+def _exact(value: float, method: str) -> Estimate:
+    return Estimate(value, kind="exact", method=method)
+
+
+class LaplaceShift(Evaluator):
+    """Lap(m1, b) vs Lap(m2, b): everything in closed form, in t = |m1 - m2| / b."""
+
+    name = "a Laplace shift pair"
+    method = "closed form: Laplace shift"
+
+    def __init__(self, shift: float, scale: float) -> None:
+        self.shift = abs(shift)
+        self.t = self.shift / scale
+
+    def kl(self) -> Estimate:
+        t = self.t
+        return _exact(t + math.expm1(-t), self.method)
+
+    def renyi(self, alpha: float) -> Estimate:
+        t = self.t
+        if alpha == 1.0:
+            return self.kl()
+        if math.isinf(alpha):
+            return self.max_divergence()
+        if t == 0.0:
+            return _exact(0.0, self.method)
+        if alpha == 0.5:
+            return _exact(t - 2.0 * math.log1p(t / 2.0), self.method)
+        s = alpha - 1.0
+        if abs(s) < 0.5 and abs(s) * t < 1.0:
+            # A - 1 = s * C / (2 alpha - 1) with C = alpha expm1(s t)/s + expm1(-alpha t): no cancellation near 1
+            c = alpha * t * _expm1_over(s * t) + math.expm1(-alpha * t)
+            x = s * c / (2.0 * alpha - 1.0)
+            value = c / (2.0 * alpha - 1.0) * _log1p_over(x)
+            return _exact(value, self.method)
+        a = math.log(alpha) + s * t
+        b = math.log(abs(s)) - alpha * t
+        if alpha > 1.0:
+            log_a = max(a, b) + math.log1p(math.exp(-abs(a - b))) - math.log(2.0 * alpha - 1.0)
+        else:
+            # alpha/(1-alpha) via log1p keeps a - b accurate next to alpha = 1/2
+            gap = math.log1p((2.0 * alpha - 1.0) / (1.0 - alpha)) + (2.0 * alpha - 1.0) * t
+            log_a = max(a, b) + log1mexp(abs(gap)) - math.log(abs(2.0 * alpha - 1.0))
+        return _exact(log_a / s, self.method)
+
+    def max_divergence(self) -> Estimate:
+        return _exact(self.t, self.method)
+
+    def hockey_stick(self, epsilon: float) -> Estimate:
+        t = self.t
+        if epsilon >= t:
+            return _exact(0.0, self.method)
+        if epsilon >= -t:
+            return _exact(-math.expm1((epsilon - t) / 2.0), self.method)
+        return _exact(-math.expm1(epsilon), self.method)
+
+    def total_variation(self) -> Estimate:
+        return _exact(-math.expm1(-self.t / 2.0), self.method)
+
+    def approx_max_divergence(self, delta: float) -> Estimate:
+        if delta >= 1.0:
+            return _exact(-math.inf, self.method)
+        l1 = math.log1p(-delta)
+        return _exact(max(l1, self.t + 2.0 * l1), self.method)
+
+    def wasserstein(self, order: float) -> Estimate:
+        return _exact(self.shift, "exact: W_p of a location shift is the shift")
+
+
+class GaussianShift(Evaluator):
+    """N(m1, s^2) vs N(m2, s^2), in mu = |m1 - m2| / s."""
+
+    name = "a Gaussian shift pair"
+    method = "closed form: Gaussian shift"
+
+    def __init__(self, shift: float, sigma: float) -> None:
+        self.shift = abs(shift)
+        self.mu = self.shift / sigma
+
+    def kl(self) -> Estimate:
+        return _exact(0.5 * self.mu**2, self.method)
+
+    def renyi(self, alpha: float) -> Estimate:
+        if math.isinf(alpha):
+            return self.max_divergence()
+        return _exact(0.5 * alpha * self.mu**2, self.method)
+
+    def max_divergence(self) -> Estimate:
+        return _exact(math.inf if self.mu > 0 else 0.0, self.method)
+
+    def total_variation(self) -> Estimate:
+        return _exact(math.erf(self.mu / (2.0 * _SQRT2)), self.method)
+
+    def hockey_stick(self, epsilon: float) -> Estimate:
+        return _exact(gaussian_delta(self.mu, epsilon), self.method + " (Balle-Wang)")
+
+    def wasserstein(self, order: float) -> Estimate:
+        return _exact(self.shift, "exact: W_p of a location shift is the shift")
+
+
+def gaussian_delta(mu: float, epsilon: float) -> float:
+    r"""Exact delta(eps) of the Gaussian pair with mu = D/sigma (Balle & Wang 2018, Thm 8).
+
+    For eps > mu^2/2 both Phi terms are far in the tail; there
+    :math:`\Phi(a) - e^\varepsilon\Phi(b) = \tfrac12 e^{-a^2/2}[\mathrm{erfcx}(-a/\sqrt2) - \mathrm{erfcx}(-b/\sqrt2)]`
+    (because :math:`\varepsilon - b^2/2 = -a^2/2`), which avoids the cancellation.
+    """
+    if mu == 0.0:
+        return max(0.0, -math.expm1(epsilon))
+    a = mu / 2.0 - epsilon / mu
+    b = -mu / 2.0 - epsilon / mu
+    if a < 0.0:
+        diff = float(special.erfcx(-a / _SQRT2) - special.erfcx(-b / _SQRT2))
+        if diff <= 0.0:
+            return 0.0
+        return max(0.0, math.exp(-0.5 * a * a + math.log(0.5 * diff)))
+    la = float(special.log_ndtr(a))
+    lb = epsilon + float(special.log_ndtr(b))
+    if lb >= la:
+        return 0.0
+    return math.exp(la) * -math.expm1(lb - la)
+
+
+class GaussianGeneral(Evaluator):
+    """N(m1, s1^2) vs N(m2, s2^2) with s1 != s2: KL, Rényi and max divergence in closed form."""
+
+    name = "two Gaussians with different variances"
+    method = "closed form: Gaussians (Gil-Alajaji-Linder 2013)"
+
+    def __init__(self, m1: float, s1: float, m2: float, s2: float) -> None:
+        self.m1, self.s1, self.m2, self.s2 = m1, s1, m2, s2
+
+    def kl(self) -> Estimate:
+        r = self.s1 / self.s2
+        d = (self.m1 - self.m2) / self.s2
+        # ln(s2/s1) + (s1^2 + (m1-m2)^2)/(2 s2^2) - 1/2, with r^2 - 1 - 2 ln r computed stably
+        value = 0.5 * (d * d + (r * r - 1.0) - 2.0 * math.log(r))
+        return _exact(value, self.method)
+
+    def renyi(self, alpha: float) -> Estimate:
+        if alpha == 1.0:
+            return self.kl()
+        if math.isinf(alpha):
+            return self.max_divergence()
+        var_a = alpha * self.s2**2 + (1.0 - alpha) * self.s1**2
+        if var_a <= 0.0:
+            return _exact(math.inf, self.method)
+        d2 = (self.m1 - self.m2) ** 2
+        log_term = math.log(var_a) - 2.0 * (1.0 - alpha) * math.log(self.s1) - 2.0 * alpha * math.log(self.s2)
+        value = alpha * d2 / (2.0 * var_a) - log_term / (2.0 * (alpha - 1.0))
+        return _exact(max(value, 0.0), self.method)
+
+    def max_divergence(self) -> Estimate:
+        if self.s1 > self.s2:
+            return _exact(math.inf, self.method)
+        # L(x) = ln(s2/s1) - (x-m1)^2/(2 s1^2) + (x-m2)^2/(2 s2^2) is concave when s1 < s2;
+        # closed form of the maximum: ln(s2/s1) + (m1 - m2)^2 / (2 (s2^2 - s1^2))
+        value = math.log(self.s2 / self.s1) + (self.m1 - self.m2) ** 2 / (2.0 * (self.s2**2 - self.s1**2))
+        return _exact(value, self.method)
+
+
+class LaplaceScales(Evaluator):
+    """Lap(m1, b1) vs Lap(m2, b2), b1 != b2: KL and max divergence in closed form."""
+
+    name = "two Laplace laws with different scales"
+    method = "closed form: Laplace laws"
+
+    def __init__(self, m1: float, b1: float, m2: float, b2: float) -> None:
+        self.m1, self.b1, self.m2, self.b2 = m1, b1, m2, b2
+
+    def kl(self) -> Estimate:
+        # E_P[ln p - ln q] = ln(b2/b1) - 1 + E|X - m2|/b2, E|X - m2| = d + b1 e^{-d/b1}, d = |m1 - m2|
+        d = abs(self.m1 - self.m2)
+        value = math.log(self.b2 / self.b1) - 1.0 + (d + self.b1 * math.exp(-d / self.b1)) / self.b2
+        return _exact(value, self.method)
+
+    def max_divergence(self) -> Estimate:
+        if self.b1 > self.b2:
+            return _exact(math.inf, self.method)
+        # L(x) = ln(b2/b1) - |x-m1|/b1 + |x-m2|/b2 is maximal at x = m1
+        return _exact(math.log(self.b2 / self.b1) + abs(self.m1 - self.m2) / self.b2, self.method)
+
+
+class DiscreteLaplaceShift(Evaluator):
+    """DLap(m1, t) vs DLap(m2, t) with integer shift D: a finite privacy loss with D + 1 atoms."""
+
+    name = "a discrete Laplace shift pair"
+    method = "closed form: discrete Laplace shift"
+
+    def __init__(self, shift: int, scale: float) -> None:
+        self.d = abs(int(shift))
+        self.t = scale
+        self.a = self.d / scale
+        self.log_r = -1.0 / scale
+        self.log1p_r = math.log1p(math.exp(self.log_r))
+
+    def _atoms(self) -> _finite.FiniteArrays:
+        """The privacy-loss atoms as an exact finite pair (masses under P and Q)."""
+        d, t = self.d, self.t
+        # atoms: k <= 0 (loss a, mass 1/(1+r)), 0 < k < D (loss (D-2k)/t), k >= D (loss -a, mass r^D/(1+r))
+        mid = np.arange(1, d, dtype=np.float64)
+        logp = np.concatenate([[-self.log1p_r], _log_tanh_half(t) + mid * self.log_r, [d * self.log_r - self.log1p_r]])
+        loss = np.concatenate([[self.a], (d - 2.0 * mid) / t, [-self.a]])
+        p = np.exp(logp)
+        q = np.exp(logp - loss)
+        return _finite.FiniteArrays(p, q)
+
+    def kl(self) -> Estimate:
+        if self.d == 0:
+            return _exact(0.0, self.method)
+        # (1/t) [D - 2 r (1 - r^D)/(1 - r^2)]
+        frac = math.exp(self.log_r) * -math.expm1(self.d * self.log_r) / -math.expm1(2.0 * self.log_r)
+        return _exact(max((self.d - 2.0 * frac) / self.t, 0.0), self.method)
+
+    def renyi(self, alpha: float) -> Estimate:
+        if alpha == 1.0:
+            return self.kl()
+        if math.isinf(alpha):
+            return self.max_divergence()
+        if self.d == 0:
+            return _exact(0.0, self.method)
+        s = alpha - 1.0
+        if abs(s) * float(self.kl()) < 1e-4 and self.d <= 1_000_000:
+            value = _finite.renyi(self._atoms(), alpha)
+            return _exact(float(value), self.method + " (atom sum)")
+        a, d = self.a, self.d
+        terms = [s * a - self.log1p_r, -alpha * a - self.log1p_r]
+        if d > 1:
+            c = -(2.0 * alpha - 1.0) / self.t  # log u
+            n = d - 1
+            if c < 0:
+                log_s = c + log1mexp(-n * c) - log1mexp(-c)
+            elif c > 0:
+                log_s = n * c + log1mexp(n * c) - log1mexp(c)
+            else:
+                log_s = math.log(n)
+            terms.append(_log_tanh_half(self.t) + s * a + log_s)
+        m = max(terms)
+        log_a = m + math.log(sum(math.exp(x - m) for x in terms))
+        return _exact(max(log_a / s, 0.0), self.method)
+
+    def max_divergence(self) -> Estimate:
+        return _exact(self.a, self.method)
+
+    def hockey_stick(self, epsilon: float) -> Estimate:
+        if epsilon < 0:
+            # E_gamma(P||Q) = 1 - gamma + gamma E_{1/gamma}(Q||P), and the pair is symmetric
+            inner = float(self.hockey_stick(-epsilon))
+            return _exact(-math.expm1(epsilon) + math.exp(epsilon) * inner, self.method)
+        if epsilon >= self.a:
+            return _exact(0.0, self.method)
+        d, t = self.d, self.t
+        k_star = math.ceil((d - epsilon * t) / 2.0) - 1
+        if k_star < 0:
+            # only k <= k* = -1 contributes: r (1 - e^{eps - a}) / (1 + r)
+            value = math.exp(self.log_r - self.log1p_r) * -math.expm1(epsilon - self.a)
+        else:
+            # [ (1 - r^{k*+1}) + r (1 - e^{eps - (D - k* - 1)/t}) ] / (1 + r)
+            first = -math.expm1((k_star + 1) * self.log_r)
+            second = -math.exp(self.log_r) * math.expm1(epsilon - (d - k_star - 1) / t)
+            value = (first + second) * math.exp(-self.log1p_r)
+        return _exact(min(max(value, 0.0), 1.0), self.method)
+
+    def wasserstein(self, order: float) -> Estimate:
+        return _exact(float(self.d), "exact: W_p of a location shift is the shift")
+
+
+class DiscreteGaussianShift(Evaluator):
+    """N_Z(m1, s^2) vs N_Z(m2, s^2) with integer shift D."""
+
+    name = "a discrete Gaussian shift pair"
+    method = "closed form: discrete Gaussian shift"
+
+    def __init__(self, shift: int, sigma: float, log_normalizer: float) -> None:
+        self.d = abs(int(shift))
+        self.sigma = sigma
+        self.log_norm = log_normalizer
+
+    def kl(self) -> Estimate:
+        return _exact(self.d**2 / (2.0 * self.sigma**2), self.method)
+
+    def renyi(self, alpha: float) -> Estimate:
+        if alpha == 1.0:
+            return self.kl()
+        if math.isinf(alpha):
+            return self.max_divergence()
+        if self.d == 0:
+            return _exact(0.0, self.method)
+        s = (1.0 - alpha) * self.d
+        frac = s - math.floor(s)
+        ratio = 0.0 if frac == 0.0 else log_theta_ratio(self.sigma, s)
+        value = alpha * self.d**2 / (2.0 * self.sigma**2) + ratio / (alpha - 1.0)
+        return _exact(max(value, 0.0), self.method + " (theta-function form)")
+
+    def max_divergence(self) -> Estimate:
+        return _exact(math.inf if self.d > 0 else 0.0, self.method)
+
+    def hockey_stick(self, epsilon: float) -> Estimate:
+        if self.d == 0:
+            return _exact(max(0.0, -math.expm1(epsilon)), self.method)
+        s2 = self.sigma**2
+        k_max = math.ceil(self.d / 2.0 - epsilon * s2 / self.d) - 1  # L(k) > eps iff k < D/2 - eps s^2/D
+        reach = int(math.ceil(39.0 * self.sigma)) + 2
+        lo = -reach
+        hi = min(k_max, reach)
+        if hi < lo:
+            if k_max < lo:
+                return _exact(0.0, self.method + " (exact sum)")
+        if hi - lo > 50_000_000:
+            from dpkit.errors import UnsupportedError
+
+            raise UnsupportedError(f"sigma={self.sigma} is too large for the exact discrete-Gaussian sum.")
+        k = np.arange(lo, hi + 1, dtype=np.float64)
+        loss = (self.d**2 - 2.0 * self.d * k) / (2.0 * s2)
+        logp = -(k * k) / (2.0 * s2) - self.log_norm
+        terms = logp + np.log(-np.expm1(epsilon - loss))
+        m = float(np.max(terms))
+        value = math.exp(m) * float(np.sum(np.exp(terms - m)))
+        return _exact(min(value, 1.0), self.method + " (exact sum)")
+
+    def wasserstein(self, order: float) -> Estimate:
+        return _exact(float(self.d), "exact: W_p of a location shift is the shift")
+
+
+def _log_tanh_half(t: float) -> float:
+    """ln tanh(1/(2t)) = ln((1-r)/(1+r)), r = e^{-1/t}."""
+    x = 1.0 / t
+    return math.log(-math.expm1(-x)) - math.log1p(math.exp(-x))
+
+
+def _expm1_over(x: float) -> float:
+    """expm1(x)/x with the limit 1 at 0."""
+    return 1.0 if x == 0.0 else math.expm1(x) / x
+
+
+def _log1p_over(x: float) -> float:
+    """log1p(x)/x with the limit 1 at 0."""
+    return 1.0 if x == 0.0 else math.log1p(x) / x
