@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import special
 
 from dpkit._math import check_positive, check_probability
 from dpkit.distributions._base import Array, DiscreteDistribution, as_array, check_size, resolve_rng
@@ -224,8 +225,23 @@ class Bernoulli(DiscreteDistribution):
 
     def __init__(self, p: float) -> None:
         self._set("p", check_probability(p, "p"))
+        self._set("_q", 1.0 - self.p)
 
     p: float
+
+    @classmethod
+    def from_log_odds(cls, log_odds: float) -> Bernoulli:
+        """Bernoulli(1/(1 + e^{-x})), keeping both masses accurate even when one is below 1e-16.
+
+        >>> Bernoulli.from_log_odds(-50.0).pmf(1) > 0
+        array(True)
+        """
+        from dpkit._math import check_finite
+
+        x = check_finite("log_odds", log_odds)
+        obj = cls(float(special.expit(x)))
+        obj._set("_q", float(special.expit(-x)))
+        return obj
 
     @classmethod
     def randomized_response(cls, epsilon: float, *, truth: int = 1) -> Bernoulli:
@@ -233,10 +249,9 @@ class Bernoulli(DiscreteDistribution):
         from dpkit._math import check_epsilon
 
         eps = check_epsilon(epsilon)
-        keep = 1.0 / (1.0 + math.exp(-eps))  # e^eps / (1 + e^eps)
         if truth not in (0, 1):
             raise ValueError(f"truth must be 0 or 1; got {truth!r}.")
-        return cls(keep if truth == 1 else 1.0 - keep)
+        return cls.from_log_odds(eps if truth == 1 else -eps)
 
     def _params(self) -> dict[str, Any]:
         return {"p": self.p}
@@ -244,16 +259,17 @@ class Bernoulli(DiscreteDistribution):
     def log_density(self, x: ArrayLike) -> Array:
         k = as_array(x)
         with np.errstate(divide="ignore"):
-            l1, l0 = math.log(self.p) if self.p > 0 else -math.inf, math.log1p(-self.p) if self.p < 1 else -math.inf
+            l1 = math.log(self.p) if self.p > 0 else -math.inf
+            l0 = math.log(self._q) if self._q > 0 else -math.inf
         return np.where(k == 1, l1, np.where(k == 0, l0, -np.inf))
 
     def cdf(self, x: ArrayLike) -> Array:
         k = as_array(x)
-        return np.where(k < 0, 0.0, np.where(k < 1, 1.0 - self.p, 1.0))
+        return np.where(k < 0, 0.0, np.where(k < 1, self._q, 1.0))
 
     def quantile(self, u: ArrayLike) -> Array:
         u = _unit(u)
-        return np.where(u <= 1.0 - self.p, 0.0, 1.0)
+        return np.where(u <= self._q, 0.0, 1.0)
 
     @property
     def mean(self) -> float:
@@ -261,7 +277,7 @@ class Bernoulli(DiscreteDistribution):
 
     @property
     def variance(self) -> float:
-        return self.p * (1.0 - self.p)
+        return self.p * self._q
 
     @property
     def support_bounds(self) -> tuple[float, float]:
@@ -274,7 +290,7 @@ class Bernoulli(DiscreteDistribution):
         """The same law as a :class:`~dpkit.distributions.Finite` on support [0, 1]."""
         from dpkit.distributions.finite import Finite
 
-        return Finite([1.0 - self.p, self.p], support=[0, 1])
+        return Finite([self._q, self.p], support=[0, 1])
 
 
 def _unit(u: ArrayLike) -> Array:

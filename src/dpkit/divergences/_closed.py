@@ -60,9 +60,10 @@ class LaplaceShift(Evaluator):
         if alpha == 0.5:
             return _exact(t - 2.0 * math.log1p(t / 2.0), self.method)
         s = alpha - 1.0
-        if abs(s) < 0.5 and abs(s) * t < 1.0:
-            # A - 1 = s * C / (2 alpha - 1) with C = alpha expm1(s t)/s + expm1(-alpha t): no cancellation near 1
-            c = alpha * t * _expm1_over(s * t) + math.expm1(-alpha * t)
+        if abs(s) * t < 1.0:
+            # A - 1 = s C / (2 alpha - 1), C = alpha (e^{st} - 1 - st)/s + (e^{-alpha t} - 1 + alpha t):
+            # the first-order terms cancel analytically, so small t and alpha near 1 lose nothing
+            c = alpha * _expm1mx(s * t) / s + _expm1mx(-alpha * t)
             x = s * c / (2.0 * alpha - 1.0)
             value = c / (2.0 * alpha - 1.0) * _log1p_over(x)
             return _exact(value, self.method)
@@ -361,9 +362,18 @@ def _log_tanh_half(t: float) -> float:
     return math.log(-math.expm1(-x)) - math.log1p(math.exp(-x))
 
 
-def _expm1_over(x: float) -> float:
-    """expm1(x)/x with the limit 1 at 0."""
-    return 1.0 if x == 0.0 else math.expm1(x) / x
+def _expm1mx(x: float) -> float:
+    """e^x - 1 - x without cancellation (Taylor series for |x| < 0.5)."""
+    if abs(x) >= 0.5:
+        return math.expm1(x) - x
+    term, total, k = x * x / 2.0, 0.0, 2
+    while abs(term) > 1e-18 * abs(total) or total == 0.0:
+        total += term
+        k += 1
+        term *= x / k
+        if term == 0.0:
+            break
+    return total
 
 
 def _log1p_over(x: float) -> float:

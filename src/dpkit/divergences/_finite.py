@@ -59,14 +59,14 @@ def renyi(f: FiniteArrays, alpha: float) -> Estimate:
         return Estimate(math.inf, kind="exact", method=_EXACT)
     if f.loss.size == 0:  # P and Q mutually singular, alpha < 1
         return Estimate(math.inf, kind="exact", method=_EXACT)
-    max_abs = float(np.max(np.abs(f.loss)))
-    if abs(s) * max_abs <= 50.0:
-        # ln E_P[e^{sL}; q>0] = log1p(M) with M = sum p expm1(sL) - P(q = 0): no cancellation near alpha = 1
+    value = None
+    if abs(s) * float(np.max(np.abs(f.loss))) <= 50.0:
+        # ln E_P[e^{sL}; q>0] = log1p(M), M = sum p expm1(sL) - P(q = 0): accurate when M is small
+        # (alpha near 1, or P close to Q); when |M| is not small the log-sum-exp form is the accurate one
         m = float(np.dot(f.p_live, np.expm1(s * f.loss))) - f.mass_inf
-        if m <= -1.0:
-            return Estimate(math.inf, kind="exact", method=_EXACT)
-        value = math.log1p(m) / s
-    else:
+        if abs(m) <= 0.5:
+            value = math.log1p(m) / s
+    if value is None:
         value = float(logsumexp(f.logp + s * f.loss)) / s
     return Estimate(max(value, 0.0), kind="exact", method=_EXACT)
 

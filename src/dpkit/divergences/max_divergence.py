@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 from dpkit._math import Estimate, check_delta
 from dpkit.distributions import Distribution
 from dpkit.divergences._dispatch import evaluator
+from dpkit.divergences._evaluator import Evaluator
 
 
 def max_divergence(P: Distribution, Q: Distribution) -> Estimate:
@@ -53,4 +56,28 @@ def approx_max_divergence(P: Distribution, Q: Distribution, delta: float) -> Est
     0.789278713648
     """
     d = check_delta(delta)
-    return evaluator(P, Q).approx_max_divergence(d)
+    ev = evaluator(P, Q)
+    return round_up_to_profile(ev, ev.approx_max_divergence(d), d)
+
+
+def round_up_to_profile(ev: Evaluator, eps: Estimate, delta: float) -> Estimate:
+    """Never understate: step epsilon up by ulps until the pair's own delta(eps) is <= delta.
+
+    Closed-form inverses such as t + 2 ln(1 - delta) lose a few ulps; near the top of the profile
+    that rounding can land below the exact epsilon, so the value is checked against the forward
+    map and moved up where needed.
+    """
+    value = float(eps)
+    if not math.isfinite(value) or delta <= 0.0 or delta >= 1.0 or eps.kind == "numerical":
+        return eps
+    step = math.ulp(value) if value != 0.0 else 5e-324
+    moved = False
+    for _ in range(64):
+        if float(ev.hockey_stick(value)) <= delta:
+            break
+        value += step
+        step *= 2.0
+        moved = True
+    if not moved:
+        return eps
+    return Estimate(value, kind=eps.kind, error=eps.error + abs(value - float(eps)), method=eps.method + " (rounded up)")
