@@ -1,0 +1,23 @@
+"""Plain-text tables for the command line (no dependency beyond the standard library)."""
+
+from __future__ import annotations
+
+import math
+
+
+def fmt_number(x: float) -> str:
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if x == 0:
+        return "0"
+    if 1e-4 <= abs(x) < 1e6:
+        return f"{x:.12g}"
+    return f"{x:.10e}"
+
+
+def render(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
+    sep = "  ".join("-" * w for w in widths)
+    body = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    return "\n".join([line, sep, *body])
