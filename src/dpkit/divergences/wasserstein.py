@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dpkit._math import Estimate, check_finite
-from dpkit.distributions import Distribution
+from dpkit.distributions import Bernoulli, Distribution, Finite
 from dpkit.divergences._dispatch import evaluator
+from dpkit.divergences._numeric import finite_wasserstein
 
 
 def wasserstein(P: Distribution, Q: Distribution, order: float = 1.0) -> Estimate:
@@ -33,4 +34,11 @@ def wasserstein(P: Distribution, Q: Distribution, order: float = 1.0) -> Estimat
     p = check_finite("order", order)
     if not p >= 1.0:
         raise ValueError(f"order must be >= 1 (W_p is a metric only for p >= 1); got {p}.")
+    if isinstance(P, Bernoulli):
+        P = P.to_finite()
+    if isinstance(Q, Bernoulli):
+        Q = Q.to_finite()
+    if isinstance(P, Finite) and isinstance(Q, Finite):
+        # transport needs no common support: the two laws may sit on different points
+        return finite_wasserstein(P, Q, p)
     return evaluator(P, Q).wasserstein(p)
