@@ -152,11 +152,13 @@ def test_approx_profile_bounds_every_approx_dp_pair(data: st.DataObject, shift: 
 @given(e1=st.floats(0.0, 50.0), e2=st.floats(0.0, 50.0), delta=st.floats(0.0, 1.0))
 def test_pure_to_approx_dp_is_monotone_in_epsilon(e1: float, e2: float, delta: float) -> None:
     lo, hi = sorted((e1, e2))
-    assert pure_to_approx_dp(PureDP(lo), delta=delta).epsilon <= pure_to_approx_dp(PureDP(hi), delta=delta).epsilon
+    a = pure_to_approx_dp(PureDP(lo), delta=delta).epsilon
+    assert a <= pure_to_approx_dp(PureDP(hi), delta=delta).epsilon
 
 
 @settings(max_examples=80, deadline=None)
 @given(epsilon=st.floats(0.0, 50.0), d1=st.floats(0.0, 1.0), d2=st.floats(0.0, 1.0))
 def test_pure_to_approx_dp_is_monotone_in_delta(epsilon: float, d1: float, d2: float) -> None:
     lo, hi = sorted((d1, d2))
-    assert pure_to_approx_dp(PureDP(epsilon), delta=hi).epsilon <= pure_to_approx_dp(PureDP(epsilon), delta=lo).epsilon
+    a = pure_to_approx_dp(PureDP(epsilon), delta=hi).epsilon
+    assert a <= pure_to_approx_dp(PureDP(epsilon), delta=lo).epsilon

@@ -101,7 +101,15 @@ def test_finite_orders_minimise_exactly_over_the_given_orders() -> None:
             ref = min(0.3 * mp.mpf(a) - mp.log(delta) / (mp.mpf(a) - 1) for a in orders)
         assert float(got) == pytest.approx(float(ref), rel=1e-13)
     # A callable curve can use orders in between, so it is never worse.
-    assert rdp_to_approx_dp(zcdp_to_rdp(ZCDP(0.3)), delta=delta).epsilon <= rdp_to_approx_dp(rdp, delta=delta).epsilon
+    callable_curve = rdp_to_approx_dp(zcdp_to_rdp(ZCDP(0.3)), delta=delta).epsilon
+    assert callable_curve <= rdp_to_approx_dp(rdp, delta=delta).epsilon
+
+
+def test_scalar_only_callable_curves_are_supported() -> None:
+    scalar_only = RenyiDP(curve=lambda a: 0.5 * float(a) if a < 1e9 else math.inf)
+    vectorised = zcdp_to_rdp(ZCDP(0.5))
+    got = rdp_to_approx_dp(scalar_only, delta=1e-5).epsilon
+    assert float(got) == pytest.approx(float(rdp_to_approx_dp(vectorised, delta=1e-5).epsilon), rel=1e-12)
 
 
 def test_infinite_orders_are_skipped_and_all_infinite_is_refused() -> None:

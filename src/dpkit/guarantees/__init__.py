@@ -1,16 +1,16 @@
-r"""Privacy definitions as immutable, validated values, and sound conversions between them.
+"""Privacy definitions as immutable, validated values, and sound conversions between them.
 
-===================  ==============================================================  =====================
-class                statement about every neighbouring pair (P, Q)                  prints as
-===================  ==============================================================  =====================
-``PureDP``           :math:`D_\infty(P\|Q) \le \varepsilon`                            ``1.0-DP``
-``ApproxDP``         :math:`E_{e^\varepsilon}(P\|Q) \le \delta`                        ``(1.0, 1e-06)-DP``
-``PrivacyProfile``   :math:`E_{e^\varepsilon}(P\|Q) \le \delta(\varepsilon)`, ε ≥ 0     ``privacy profile (…)``
-``RenyiDP``          :math:`D_\alpha(P\|Q) \le \varepsilon(\alpha)` at usable orders     ``RDP curve (…)``
-``ZCDP``             :math:`D_\alpha(P\|Q) \le \alpha\rho`, all α > 1                   ``0.5-zCDP``
-``GaussianDP``       trade-off at least that of :math:`N(0,1)` vs :math:`N(\mu,1)`      ``1.2-GDP``
-``WassersteinDP``    :math:`W_p(P,Q) \le \varepsilon`: a distance, convertible to none   ``(2.0, 0.5)-WDP``
-===================  ==============================================================  =====================
+==============  =========================================================  =====================
+class           statement, for every neighbouring pair (P, Q)              prints as
+==============  =========================================================  =====================
+PureDP          D_inf(P || Q) <= epsilon                                   1.0-DP
+ApproxDP        E_{e^epsilon}(P || Q) <= delta                             (1.0, 1e-06)-DP
+PrivacyProfile  E_{e^epsilon}(P || Q) <= delta(epsilon), all epsilon >= 0  privacy profile (...)
+RenyiDP         D_alpha(P || Q) <= epsilon(alpha) at the usable orders     RDP curve (...)
+ZCDP            D_alpha(P || Q) <= alpha * rho for all alpha > 1           0.5-zCDP
+GaussianDP      at least as hard to test as N(0, 1) vs N(mu, 1)            1.2-GDP
+WassersteinDP   W_p(P, Q) <= epsilon: a distance, convertible to nothing   (2.0, 0.5)-WDP
+==============  =========================================================  =====================
 
 Conversions are named functions (``pure_to_zcdp``, ``zcdp_to_approx_dp``, ``rdp_to_approx_dp``,
 ``gdp_to_profile``, …) plus the type-dispatched ``to_approx_dp``, ``to_profile``, ``to_rdp`` and

@@ -14,14 +14,15 @@ The table in :mod:`dpkit.guarantees` lists each class with the statement it make
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast, overload
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpkit._math import Estimate, check_delta, check_epsilon, check_positive
+from dpkit._math import Estimate, check_delta, check_epsilon, check_finite, check_positive
 from dpkit.errors import UnsupportedError
 from dpkit.guarantees import _numerics
 
@@ -228,9 +229,12 @@ class WassersteinDP:
     epsilon: float
 
     def __post_init__(self) -> None:
-        p = check_positive("p", self.p)
+        try:
+            p = check_finite("p", self.p)  # TypeError for a non-number
+        except ValueError:
+            p = math.nan
         if not (p >= 1.0):
-            raise ValueError(f"p must be finite and >= 1 (the Wasserstein order); got {p}.")
+            raise ValueError(f"p must be finite and >= 1 (the Wasserstein order); got {self.p}.")
         object.__setattr__(self, "p", p)
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
 
@@ -250,7 +254,14 @@ def _as_epsilon_array(epsilon: ArrayLike) -> NDArray[np.float64]:
 
 
 def _call_vectorised(fn: Callable[..., object], x: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Call ``fn`` on the whole array; fall back to one call per element if it does not vectorise."""
+    """Call ``fn`` on the whole array; fall back to one call per element if it does not vectorise.
+
+    A single element is passed as a Python float (so scalar-only callables such as
+    ``lambda a: math.log(a)`` never see a one-element array)."""
+    if x.size == 1:
+        with np.errstate(over="ignore", under="ignore"):
+            value = float(fn(float(x.flat[0])))  # type: ignore[arg-type]
+        return np.asarray(value, dtype=np.float64).reshape(x.shape)
     try:
         with np.errstate(over="ignore", under="ignore"):
             out = np.asarray(fn(x), dtype=np.float64)
@@ -259,7 +270,8 @@ def _call_vectorised(fn: Callable[..., object], x: NDArray[np.float64]) -> NDArr
     except (TypeError, ValueError):
         pass
     with np.errstate(over="ignore", under="ignore"):
-        return np.array([float(fn(float(v))) for v in x.flat], dtype=np.float64).reshape(x.shape)  # type: ignore[arg-type]
+        values = [float(fn(float(v))) for v in x.flat]  # type: ignore[arg-type]
+        return np.array(values, dtype=np.float64).reshape(x.shape)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -329,6 +341,12 @@ class PrivacyProfile:
             )
         return out
 
+    @overload
+    def delta(self, epsilon: float) -> Estimate: ...
+
+    @overload
+    def delta(self, epsilon: ArrayLike) -> Estimate | NDArray[np.float64]: ...
+
     def delta(self, epsilon: ArrayLike) -> Estimate | NDArray[np.float64]:
         r"""Return :math:`\delta(\varepsilon)`.
 
@@ -392,6 +410,11 @@ class PrivacyProfile:
         target = check_delta(delta)
         if self.epsilon_function is not None:
             value = self.epsilon_function(target)
+            if not (float(value) >= 0.0):
+                raise ValueError(
+                    f"epsilon_function returned {value} at delta={target}; it must return a "
+                    "number >= 0 (inf for 'no finite epsilon')."
+                )
             if isinstance(value, Estimate):
                 return value
             return Estimate(float(value), kind="upper", method=f"inverse of {self.description}")
@@ -451,8 +474,8 @@ class RenyiDP:
     """
 
     curve: Callable[..., object] | None = None
-    orders: tuple[float, ...] | None = None
-    epsilons: tuple[float, ...] | None = None
+    orders: ArrayLike | None = None  # stored as a sorted tuple of floats
+    epsilons: ArrayLike | None = None
     description: str = "user curve"
 
     def __post_init__(self) -> None:
@@ -473,7 +496,8 @@ class RenyiDP:
         bad = ~(np.isfinite(orders) & (orders > 1.0))
         if np.any(bad):
             raise ValueError(
-                f"every order alpha must be finite and > 1 (use PureDP for alpha = inf); got {orders[bad][0]}."
+                "every order alpha must be finite and > 1 (use PureDP for alpha = inf); "
+                f"got {orders[bad][0]}."
             )
         if np.unique(orders).size != orders.size:
             raise ValueError(f"orders must be distinct; got {orders.tolist()}.")
@@ -487,11 +511,16 @@ class RenyiDP:
     def __str__(self) -> str:
         if self.curve is not None:
             return f"RDP curve ({self.description})"
-        assert self.orders is not None and self.epsilons is not None
-        pairs = [f"{_fmt(a)}: {_fmt(e)}" for a, e in zip(self.orders, self.epsilons)]
+        pairs = [f"{_fmt(a)}: {_fmt(e)}" for a, e in zip(self._orders, self._epsilons)]
         if len(pairs) > 6:
             pairs = pairs[:3] + ["..."] + pairs[-2:]
         return "RDP at orders {" + ", ".join(pairs) + "}"
+
+    @overload
+    def epsilon(self, alpha: float) -> Estimate: ...
+
+    @overload
+    def epsilon(self, alpha: ArrayLike) -> Estimate | NDArray[np.float64]: ...
 
     def epsilon(self, alpha: ArrayLike) -> Estimate | NDArray[np.float64]:
         r"""Return ε(α), the bound on :math:`D_\alpha` (an upper bound by definition).
@@ -527,12 +556,11 @@ class RenyiDP:
         if np.any(bad):
             raise ValueError(f"alpha must be finite and > 1; got {arr[bad].flat[0]}.")
         if self.curve is None:
-            assert self.orders is not None and self.epsilons is not None
-            table = dict(zip(self.orders, self.epsilons))
+            table = dict(zip(self._orders, self._epsilons))
             missing = [a for a in arr.flat if float(a) not in table]
             if missing:
                 raise ValueError(
-                    f"alpha={missing[0]} is not one of this curve's orders {list(self.orders)}."
+                    f"alpha={missing[0]} is not one of this curve's orders {list(self._orders)}."
                 )
             return np.array([table[float(a)] for a in arr.flat], dtype=np.float64).reshape(arr.shape)
         out = _call_vectorised(self.curve, arr)
@@ -547,4 +575,12 @@ class RenyiDP:
 
     def _grid(self) -> NDArray[np.float64] | None:
         """The usable orders, or None for a callable curve (the optimiser picks its own grid)."""
-        return None if self.orders is None else np.asarray(self.orders, dtype=np.float64)
+        return None if self.orders is None else np.asarray(self._orders, dtype=np.float64)
+
+    @property
+    def _orders(self) -> tuple[float, ...]:
+        return cast(tuple[float, ...], self.orders)
+
+    @property
+    def _epsilons(self) -> tuple[float, ...]:
+        return cast(tuple[float, ...], self.epsilons)

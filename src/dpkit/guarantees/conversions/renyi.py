@@ -87,7 +87,9 @@ def rdp_to_approx_dp(guarantee: RenyiDP, *, delta: float, method: RdpMethod = "c
     check_method(method, ("cks", "mironov"))
     value, alpha = _rdp_epsilon(g, target, method)
     if not math.isfinite(value):
-        raise UnsupportedError(f"{g} gives no finite epsilon at delta={target}: it is infinite at every order.")
+        raise UnsupportedError(
+            f"{g} gives no finite epsilon at delta={target}: it is infinite at every order."
+        )
     epsilon = Estimate(max(0.0, value), kind="upper", method=f"{METHOD_NAMES[method]}, alpha={alpha:.6g}")
     return ApproxDP(epsilon=epsilon, delta=target)
 
@@ -185,7 +187,9 @@ def zcdp_to_rdp(guarantee: ZCDP) -> RenyiDP:
     """
     g = require(guarantee, ZCDP, "zcdp_to_rdp")
     rho = float(g.rho)
-    return RenyiDP(curve=lambda a: rho * np.asarray(a, dtype=np.float64), description=f"alpha -> {rho!r} * alpha")
+    return RenyiDP(
+        curve=lambda a: rho * np.asarray(a, dtype=np.float64), description=f"alpha -> {rho!r} * alpha"
+    )
 
 
 def zcdp_to_approx_dp(guarantee: ZCDP, *, delta: float, method: ZcdpMethod = "cks") -> ApproxDP:
@@ -232,11 +236,14 @@ def zcdp_to_approx_dp(guarantee: ZCDP, *, delta: float, method: ZcdpMethod = "ck
     log_inv = -math.log(target)
     bs16 = rho + 2.0 * math.sqrt(rho * log_inv)
     if method == "bs16":
-        return ApproxDP(epsilon=Estimate(bs16, kind="upper", method="Bun & Steinke 2016 Prop 1.3"), delta=target)
+        epsilon = Estimate(bs16, kind="upper", method="Bun & Steinke 2016 Prop 1.3")
+        return ApproxDP(epsilon=epsilon, delta=target)
     curve = zcdp_to_rdp(g)
     value, alpha = _rdp_epsilon(curve, target, "cks")
     alpha_bs = 1.0 + math.sqrt(log_inv / rho)
-    at_bs = float(_numerics.rdp_epsilon_terms(np.array([alpha_bs]), np.array([alpha_bs * rho]), -log_inv, "cks")[0])
+    at_bs = float(
+        _numerics.rdp_epsilon_terms(np.array([alpha_bs]), np.array([alpha_bs * rho]), -log_inv, "cks")[0]
+    )
     if at_bs < value:
         value, alpha = at_bs, alpha_bs
     epsilon = Estimate(max(0.0, value), kind="upper", method=f"CKS 2020 Cor 13, alpha={alpha:.6g}")
@@ -279,11 +286,11 @@ def zcdp_to_profile(guarantee: ZCDP) -> PrivacyProfile:
         )
     profile = rdp_to_profile(zcdp_to_rdp(g), method="cks")
 
-    def epsilon_function(target: float) -> Estimate:
+    def epsilon_function(target: float) -> float:  # returns an Estimate (a float subclass)
         if target == 0.0 or target >= 1.0:
             assert profile.epsilon_function is not None
             return profile.epsilon_function(target)
-        return zcdp_to_approx_dp(g, delta=target).epsilon  # type: ignore[return-value]
+        return zcdp_to_approx_dp(g, delta=target).epsilon
 
     return PrivacyProfile(
         delta_function=profile.delta_function,
