@@ -118,8 +118,14 @@ def renyi_entropy(P: Distribution, alpha: float) -> Estimate:
             return Estimate(math.log(p.size), kind="exact", method="Hartley entropy")
         if math.isinf(a):
             return Estimate(-math.log(float(np.max(p))), kind="exact", method="min-entropy")
-        s = float(logsumexp(a * np.log(p)))
-        return Estimate(s / (1.0 - a), kind="exact", method=_EXACT)
+        logp = np.log(p)
+        s = a - 1.0
+        if abs(s) * float(np.max(-logp)) <= 50.0:
+            # ln sum p^a = log1p(sum p expm1((a-1) ln p)): no cancellation for a near 1
+            m = float(np.dot(p, np.expm1(s * logp)))
+            if abs(m) <= 0.5:
+                return Estimate(math.log1p(m) / (1.0 - a), kind="exact", method=_EXACT)
+        return Estimate(float(logsumexp(a * logp)) / (1.0 - a), kind="exact", method=_EXACT)
     if isinstance(P, Gaussian):
         if a == 0.0:
             return Estimate(math.inf, kind="exact", method="closed form: Gaussian")
