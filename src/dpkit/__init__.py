@@ -1,3 +1,63 @@
-"""dpkit: differential privacy with exact divergences, safe noise and tight accounting."""
+"""dpkit: differential privacy with exact divergences, safe noise and tight accounting.
+
+The quick-start surface: distributions, the divergences of a pair (the seeds' privacy measures),
+privacy guarantees and their conversions.  Submodules: :mod:`dpkit.distributions`,
+:mod:`dpkit.divergences`, :mod:`dpkit.guarantees`, :mod:`dpkit.verify` (Remark 3.1 on finite
+mechanisms), :mod:`dpkit.random` (the secure generator and exact samplers).
+
+>>> import dpkit as dp
+>>> round(dp.kl(dp.Laplace(0, 1), dp.Laplace(1, 1)), 6)
+0.367879
+"""
+
+from dpkit._math import Estimate
+from dpkit.distributions import Bernoulli, DiscreteGaussian, DiscreteLaplace, Finite, Gaussian, Laplace
+from dpkit.divergences import (
+    approx_max_divergence,
+    cross_entropy,
+    hockey_stick,
+    kl,
+    max_divergence,
+    renyi,
+    renyi_entropy,
+    shannon_entropy,
+    statistical_distance,
+    total_variation,
+    wasserstein,
+)
+from dpkit.errors import BudgetExceededError, DpkitError, NumericalAccuracyError, UnsupportedError
+from dpkit.guarantees import ApproxDP, GaussianDP, PrivacyProfile, PureDP, RenyiDP, WassersteinDP, ZCDP
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "ApproxDP",
+    "Bernoulli",
+    "BudgetExceededError",
+    "DiscreteGaussian",
+    "DiscreteLaplace",
+    "DpkitError",
+    "Estimate",
+    "Finite",
+    "Gaussian",
+    "GaussianDP",
+    "Laplace",
+    "NumericalAccuracyError",
+    "PrivacyProfile",
+    "PureDP",
+    "RenyiDP",
+    "UnsupportedError",
+    "WassersteinDP",
+    "ZCDP",
+    "approx_max_divergence",
+    "cross_entropy",
+    "hockey_stick",
+    "kl",
+    "max_divergence",
+    "renyi",
+    "renyi_entropy",
+    "shannon_entropy",
+    "statistical_distance",
+    "total_variation",
+    "wasserstein",
+]

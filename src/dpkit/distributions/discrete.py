@@ -48,7 +48,7 @@ class DiscreteLaplace(DiscreteDistribution):
     Examples
     --------
     >>> round(float(DiscreteLaplace(loc=0, scale=1.0).pmf(0)), 12)
-    0.462117157260
+    0.46211715726
     """
 
     def __init__(self, loc: int = 0, scale: float = 1.0) -> None:
@@ -124,7 +124,7 @@ class DiscreteGaussian(DiscreteDistribution):
     Examples
     --------
     >>> round(float(DiscreteGaussian(loc=0, sigma=1.0).pmf(0)), 12)
-    0.398942280401
+    0.398942278267
     """
 
     def __init__(self, loc: int = 0, sigma: float = 1.0) -> None:
@@ -233,8 +233,8 @@ class Bernoulli(DiscreteDistribution):
     def from_log_odds(cls, log_odds: float) -> Bernoulli:
         """Bernoulli(1/(1 + e^{-x})), keeping both masses accurate even when one is below 1e-16.
 
-        >>> Bernoulli.from_log_odds(-50.0).pmf(1) > 0
-        array(True)
+        >>> bool(Bernoulli.from_log_odds(-50.0).pmf(1) > 0)
+        True
         """
         from dpkit._math import check_finite
 

@@ -74,7 +74,7 @@ def cross_entropy(P: Distribution, Q: Distribution) -> Estimate:
     --------
     >>> from dpkit.distributions import Finite
     >>> round(cross_entropy(Finite([0.5, 0.5]), Finite([0.25, 0.75])), 12)
-    0.836988216813
+    0.836988216786
     """
     F, G = _finite(P), _finite(Q)
     if F is not None and G is not None:

@@ -53,7 +53,7 @@ def approx_max_divergence(P: Distribution, Q: Distribution, delta: float) -> Est
     --------
     >>> from dpkit.distributions import Laplace
     >>> round(approx_max_divergence(Laplace(0, 1), Laplace(1, 1), delta=0.1), 12)
-    0.789278713648
+    0.789278968684
     """
     d = check_delta(delta)
     ev = evaluator(P, Q)

@@ -1,0 +1,61 @@
+"""The dpkit command, run as a user would (a real subprocess and the in-process entry point)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dpkit.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "dpkit.cli", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_help_explains_itself():
+    out = run("--help")
+    assert out.returncode == 0
+    assert "divergence" in out.stdout and "verify" in out.stdout
+
+
+def test_divergence_table_for_laplace(capsys):
+    assert main(["divergence", "laplace", "--shift", "1", "--scale", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "0.367879441171" in text  # KL = t + e^-t - 1
+    assert "0.393469340287" in text  # TV = 1 - e^{-t/2}
+    assert "exact" in text
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["divergence", "gaussian", "--shift", "1", "--sigma", "2"],
+        ["divergence", "discrete-laplace", "--shift", "2", "--scale", "1.5"],
+        ["divergence", "discrete-gaussian", "--shift", "1", "--sigma", "1"],
+        ["divergence", "randomized-response", "--epsilon", "1"],
+        ["divergence", "finite", "--p", "0.5,0.3,0.2", "--q", "0.2,0.3,0.5"],
+    ],
+)
+def test_divergence_families(args, capsys):
+    assert main(args) == 0
+    assert "Remark 3.1" in capsys.readouterr().out
+
+
+def test_bad_input_is_one_line_and_exit_2(capsys):
+    assert main(["divergence", "laplace", "--scale", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert "scale must be finite and > 0; got -1.0" in err
+    assert main(["divergence", "finite", "--p", "0.5,0.6", "--q", "0.5,0.5"]) == 2
+    assert "sum to 1" in capsys.readouterr().err
+
+
+def test_verify_holds_and_fails():
+    ok = run("verify", "examples/randomized_response.csv", "--epsilon", "1.0986123", "--delta", "0")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    bad = run("verify", "examples/randomized_response.csv", "--epsilon", "1.0", "--delta", "0")
+    assert bad.returncode == 1, bad.stdout + bad.stderr
