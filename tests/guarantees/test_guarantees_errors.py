@@ -219,3 +219,23 @@ def test_every_conversion_refuses_wasserstein_dp(name: str) -> None:
     with pytest.raises(UnsupportedError, match="WassersteinDP cannot be converted") as info:
         _call(name, WassersteinDP(p=1.0, epsilon=0.1))
     assert "noise scale" in str(info.value)
+
+
+def test_wasserstein_bound_does_not_determine_privacy() -> None:
+    """Why WDP is refused (THEORY-NOTES §7.5): N(0, s^2) vs N(1, s^2) have W_p = 1 for every p and
+    every s (quantile coupling, checked by mpmath quadrature), yet their privacy ranges from nearly
+    none (s = 0.1) to strong (s = 10): no function of W_p bounds delta(epsilon)."""
+    import mpmath as mp
+
+    from guarantees_reference import gdp_delta
+
+    def quantile(u: mp.mpf, loc: float, s: float) -> mp.mpf:
+        return loc + s * mp.sqrt(2) * mp.erfinv(2 * u - 1)
+
+    for p in (1.0, 2.0, 3.5):
+        for s in (0.1, 10.0):
+            integrand = lambda u: abs(quantile(u, 1.0, s) - quantile(u, 0.0, s)) ** p  # noqa: E731
+            w_p = mp.quad(integrand, [0, 0.5, 1]) ** (1 / p)
+            assert abs(w_p - 1) < 1e-30
+    assert gdp_delta(1.0, 1 / 0.1) > 0.99  # s = 0.1: mu = 10, delta(1) ~ 1
+    assert gdp_delta(1.0, 1 / 10.0) < 1e-20  # s = 10: mu = 0.1

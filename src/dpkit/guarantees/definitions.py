@@ -386,13 +386,15 @@ class PrivacyProfile:
         Returns
         -------
         Estimate
-            Kind ``"upper"``; ``error`` is the width of the final bisection bracket (0 for an exact
-            inverse). ``inf`` means no finite ε (e.g. ``delta`` below the profile's floor).
+            Kind ``"upper"`` (or what an exact inverse reports, e.g. ``"exact"`` for a closed
+            form); after bisection ``error`` is the width of the final bracket. ``inf`` means no
+            finite ε (e.g. ``delta`` below the profile's floor).
 
         Raises
         ------
         ValueError
-            If ``delta`` is NaN or outside [0, 1].
+            If ``delta`` is NaN or outside [0, 1], or a given ``epsilon_function`` returns NaN or
+            a negative number.
         UnsupportedError
             If ``delta == 0`` and the profile has no exact inverse: floating-point profiles
             underflow to 0 before the true δ(ε) reaches 0, so bisection cannot be trusted there.

@@ -23,12 +23,13 @@ from dpkit.guarantees.definitions import (
 def gdp_to_profile(guarantee: GaussianDP) -> PrivacyProfile:
     r"""The exact privacy profile of :math:`\mu`-GDP and its inverse.
 
-    :math:`\delta(\varepsilon) = \Phi(-\varepsilon/\mu + \mu/2) - e^\varepsilon\Phi(-\varepsilon/\mu -
-    \mu/2)`, computed in log space: no overflow or cancellation for large ε, relative error below 1e-11
-    for μ >= 1e-3 down to the smallest positive double (it grows like 1e-14/μ for smaller μ,
-    where the two terms nearly cancel). The inverse bisects the log-profile and returns the upper
-    end of the bracket, accepting a point only after allowing for the floating-point error of
-    the log-profile there, so ε is never understated.
+    :math:`\delta(\varepsilon) = \Phi(-\varepsilon/\mu + \mu/2) -
+    e^\varepsilon\Phi(-\varepsilon/\mu - \mu/2)`, computed in log space: no overflow or
+    cancellation for large ε; relative error below 1e-11 for μ >= 1e-3 down to the smallest
+    positive double (it grows like 1e-14/μ for smaller μ, where the two terms nearly cancel). The
+    inverse bisects the log-profile and returns the upper end of the bracket, accepting a point
+    only after allowing for the floating-point error of the log-profile there, so ε is never
+    understated.
 
     Parameters
     ----------

@@ -70,7 +70,7 @@ def approx_dp_to_profile(guarantee: ApproxDP) -> PrivacyProfile:
     References
     ----------
     Dong, Roth & Su 2019, arXiv 1905.02383, Prop 2.5 and Prop 2.12; Kairouz, Oh & Viswanath 2015,
-    arXiv 1311.0776, Thm 3.3 (k = 1, the canonical pair).
+    arXiv 1311.0776, Sec 2 (the privacy region of (ε, δ)-DP and its canonical pair).
 
     Examples
     --------
@@ -108,7 +108,7 @@ def pure_to_profile(guarantee: PureDP) -> PrivacyProfile:
 
     References
     ----------
-    Kairouz, Oh & Viswanath 2015, arXiv 1311.0776, Thm 3.3 (k = 1); Dong, Roth & Su 2019,
+    Kairouz, Oh & Viswanath 2015, arXiv 1311.0776, Sec 2 (privacy region); Dong, Roth & Su 2019,
     arXiv 1905.02383, Prop 2.5, Prop 2.12.
 
     Examples
@@ -150,7 +150,7 @@ def pure_to_approx_dp(guarantee: PureDP, *, delta: float = 0.0) -> ApproxDP:
 
     References
     ----------
-    Kairouz, Oh & Viswanath 2015, arXiv 1311.0776, Thm 3.3 (k = 1); Dwork & Roth 2014, Def 2.4.
+    Kairouz, Oh & Viswanath 2015, arXiv 1311.0776, Sec 2 (privacy region); Dwork & Roth 2014, Def 2.4.
 
     Examples
     --------

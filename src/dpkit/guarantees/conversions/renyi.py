@@ -137,7 +137,7 @@ def rdp_to_profile(guarantee: RenyiDP, *, method: RdpMethod = "cks") -> PrivacyP
         value, _ = _numerics.minimise_over_orders(
             lambda a: _numerics.rdp_log_delta_terms(a, g._values(a), e, method), g._grid()
         )
-        return min(1.0, math.exp(value)) if math.isfinite(value) else 1.0
+        return math.exp(min(value, 0.0)) if math.isfinite(value) else 1.0  # min(1, e^value)
 
     def delta_function(e: ArrayLike) -> NDArray[np.float64]:
         arr = np.asarray(e, dtype=np.float64)
