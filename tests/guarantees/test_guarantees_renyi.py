@@ -173,3 +173,10 @@ def test_cks_never_below_exact_gaussian(mu: float, delta: float) -> None:
     exact = float(gdp_epsilon(delta, mu))
     assert exact <= zcdp_to_approx_dp(ZCDP(mu * mu / 2), delta=delta).epsilon
     assert exact <= rdp_to_approx_dp(gdp_to_rdp(GaussianDP(mu)), delta=delta).epsilon
+
+
+def test_extreme_parameters_stay_finite_and_sound() -> None:
+    huge = zcdp_to_approx_dp(ZCDP(1e300), delta=1e-5).epsilon
+    assert 1e300 <= huge <= zcdp_to_approx_dp(ZCDP(1e300), delta=1e-5, method="bs16").epsilon
+    profile = rdp_to_profile(RenyiDP(orders=[64.0], epsilons=[100.0]))
+    np.testing.assert_array_equal(profile.delta(np.array([0.0, 1000.0])), [1.0, 0.0])

@@ -181,7 +181,7 @@ def rdp_epsilon_terms(
     (CKS 2020 Prop 12; Balle et al. 2020 Thm 21). ``"mironov"``:
     :math:`\varepsilon_\alpha + \ln(1/\delta)/(\alpha-1)` (Mironov 2017 Prop 3).
     """
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         if method == "cks":
             out = rdp + np.log1p(-1.0 / alpha) - (log_delta + np.log(alpha)) / (alpha - 1.0)
         else:
@@ -197,7 +197,7 @@ def rdp_log_delta_terms(
     ``"cks"``: :math:`(\alpha-1)(\varepsilon_\alpha - \varepsilon) + (\alpha-1)\ln(1-1/\alpha) - \ln\alpha`;
     ``"mironov"``: :math:`(\alpha-1)(\varepsilon_\alpha - \varepsilon)`.
     """
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         out = (alpha - 1.0) * (rdp - epsilon)
         if method == "cks":
             out = out + (alpha - 1.0) * np.log1p(-1.0 / alpha) - np.log(alpha)

@@ -203,7 +203,8 @@ def zcdp_to_approx_dp(guarantee: ZCDP, *, delta: float, method: ZcdpMethod = "ck
         ``"bs16"``: :math:`\varepsilon = \rho + 2\sqrt{\rho\ln(1/\delta)}` (equal to Mironov's
         conversion optimised over α). ``"cks"``: :math:`\min_{\alpha>1} \alpha\rho + \ln(1-1/\alpha)
         - \frac{\ln\delta + \ln\alpha}{\alpha-1}`, never larger than ``"bs16"`` (the minimum is
-        also taken at BS16's optimal order :math:`1 + \sqrt{\ln(1/\delta)/\rho}`).
+        also taken at BS16's optimal order :math:`1 + \sqrt{\ln(1/\delta)/\rho}`, and BS16 is
+        reported where that order rounds to 1).
 
     Returns
     -------
@@ -240,12 +241,15 @@ def zcdp_to_approx_dp(guarantee: ZCDP, *, delta: float, method: ZcdpMethod = "ck
         return ApproxDP(epsilon=epsilon, delta=target)
     curve = zcdp_to_rdp(g)
     value, alpha = _rdp_epsilon(curve, target, "cks")
-    alpha_bs = 1.0 + math.sqrt(log_inv / rho)
+    alpha_bs = 1.0 + math.sqrt(log_inv / rho)  # BS16's optimal order; rounds to 1 for huge rho
     at_bs = float(
         _numerics.rdp_epsilon_terms(np.array([alpha_bs]), np.array([alpha_bs * rho]), -log_inv, "cks")[0]
     )
-    if at_bs < value:
+    if alpha_bs > 1.0 and at_bs < value:
         value, alpha = at_bs, alpha_bs
+    if bs16 < value:  # only when the optimal order lies below the grid (rho above ~1e12)
+        epsilon = Estimate(bs16, kind="upper", method="Bun & Steinke 2016 Prop 1.3 (tighter here)")
+        return ApproxDP(epsilon=epsilon, delta=target)
     epsilon = Estimate(max(0.0, value), kind="upper", method=f"CKS 2020 Cor 13, alpha={alpha:.6g}")
     return ApproxDP(epsilon=epsilon, delta=target)
 
