@@ -90,7 +90,7 @@ def rdp_to_approx_dp(guarantee: RenyiDP, *, delta: float, method: RdpMethod = "c
         raise UnsupportedError(
             f"{g} gives no finite epsilon at delta={target}: it is infinite at every order."
         )
-    epsilon = Estimate(max(0.0, value), kind="upper", method=f"{METHOD_NAMES[method]}, alpha={alpha:.6g}")
+    epsilon = Estimate(max(0.0, value), kind="upper", method=f"{METHOD_NAMES[method]}, alpha={alpha:.10g}")
     return ApproxDP(epsilon=epsilon, delta=target)
 
 
@@ -149,7 +149,7 @@ def rdp_to_profile(guarantee: RenyiDP, *, method: RdpMethod = "cks") -> PrivacyP
         if target == 0.0:
             return Estimate(math.inf, kind="upper", method="Renyi bounds never give delta = 0")
         value, alpha = _rdp_epsilon(g, target, method)
-        return Estimate(max(0.0, value), kind="upper", method=f"{METHOD_NAMES[method]}, alpha={alpha:.6g}")
+        return Estimate(max(0.0, value), kind="upper", method=f"{METHOD_NAMES[method]}, alpha={alpha:.10g}")
 
     return PrivacyProfile(
         delta_function=delta_function,
@@ -250,7 +250,7 @@ def zcdp_to_approx_dp(guarantee: ZCDP, *, delta: float, method: ZcdpMethod = "ck
     if bs16 < value:  # only when the optimal order lies below the grid (rho above ~1e12)
         epsilon = Estimate(bs16, kind="upper", method="Bun & Steinke 2016 Prop 1.3 (tighter here)")
         return ApproxDP(epsilon=epsilon, delta=target)
-    epsilon = Estimate(max(0.0, value), kind="upper", method=f"CKS 2020 Cor 13, alpha={alpha:.6g}")
+    epsilon = Estimate(max(0.0, value), kind="upper", method=f"CKS 2020 Cor 13, alpha={alpha:.10g}")
     return ApproxDP(epsilon=epsilon, delta=target)
 
 
