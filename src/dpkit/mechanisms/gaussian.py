@@ -1,0 +1,246 @@
+"""The Gaussian mechanism (classical and analytic calibration), released on a power-of-two grid
+with exact discrete Gaussian noise."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dpkit._math import Estimate, check_delta, check_epsilon, check_positive
+from dpkit.distributions import DiscreteGaussian
+from dpkit.divergences._closed import DiscreteGaussianShift, gaussian_delta
+from dpkit.errors import UnsupportedError
+from dpkit.guarantees import ApproxDP, PrivacyProfile, ZCDP
+from dpkit.guarantees.conversions import zcdp_to_approx_dp, zcdp_to_profile
+from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, as_values, check_confidence
+from dpkit.mechanisms._grid import power_of_two_at_most, snap, unsnap
+from dpkit.random import discrete_gaussian, is_insecure
+from dpkit.random import default_rng as _default_rng
+
+__all__ = ["Gaussian", "analytic_gaussian_sigma", "classical_gaussian_sigma"]
+
+
+def classical_gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float) -> float:
+    r"""sigma = sqrt(2 ln(1.25/delta)) Delta_2 / epsilon (Dwork & Roth 2014, Thm 3.22; seed 004).
+
+    Valid only for epsilon < 1 (the theorem's hypothesis; it fails for large epsilon, e.g.
+    delta = 1e-5, epsilon = 10 gives an exact delta of 2.27e-5) and with the **l2** sensitivity
+    (seed 004 writes the l1 one: a slip).
+
+    >>> round(classical_gaussian_sigma(epsilon=0.5, delta=1e-5, sensitivity=1.0), 6)
+    9.689611
+    """
+    eps = check_epsilon(epsilon)
+    d = check_delta(delta, open_interval=True)
+    s = check_positive("sensitivity", sensitivity)
+    if not 0 < eps < 1:
+        raise ValueError(
+            f"the classical Gaussian calibration needs 0 < epsilon < 1 (Dwork & Roth Thm 3.22); got {eps}. "
+            "Use the analytic calibration (calibration='analytic', the default), valid for every epsilon."
+        )
+    return math.sqrt(2.0 * math.log(1.25 / d)) * s / eps
+
+
+def analytic_gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float) -> float:
+    r"""The smallest sigma with delta(epsilon) <= delta for the continuous Gaussian (Balle & Wang 2018, Thm 8).
+
+    Bisection on sigma of Phi(D/(2s) - eps s/D) - e^eps Phi(-D/(2s) - eps s/D) <= delta, returning
+    the upper end of a bracket of relative width 1e-12 (never a sigma that misses the target).
+
+    >>> round(analytic_gaussian_sigma(epsilon=1.0, delta=1e-5, sensitivity=1.0), 6)
+    3.730632
+    """
+    eps = check_epsilon(epsilon)
+    d = check_delta(delta, open_interval=True)
+    s = check_positive("sensitivity", sensitivity)
+    return s * _bisect_sigma(lambda sig: gaussian_delta(1.0 / sig, eps) <= d, 1.0)
+
+
+def _bisect_sigma(ok, guess: float) -> float:  # type: ignore[no-untyped-def]
+    """Smallest sigma with ok(sigma) (ok monotone: False below, True above), upper end of the bracket."""
+    lo, hi = guess, guess
+    while ok(lo):
+        lo /= 2.0
+        if lo < 1e-300:
+            return lo
+    while not ok(hi):
+        hi *= 2.0
+        if hi > 1e300:
+            raise UnsupportedError("no finite sigma meets this target.")
+    while hi - lo > 1e-12 * hi:
+        mid = 0.5 * (lo + hi)
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+class Gaussian(Mechanism):
+    r"""The Gaussian mechanism, analytic calibration by default, floating-point safe.
+
+    Noise is calibrated to the **l2** sensitivity.  The release is ``g (round(x/g) + K)`` with g a
+    power of two about min(sigma, sensitivity) / 2^granularity_bits (but at least sigma / 2^15) and K
+    exact discrete Gaussian noise (Canonne,
+    Kamath, Steinke 2020) of scale s = sigma/g in grid units.  Rounding is accounted for: on the grid
+    the l2 sensitivity is at most D = floor(Delta/g) + dimension^(1/2) units.
+
+    For ``dimension == 1`` the dominating pair is the discrete Gaussian pair N_Z(0, s^2) vs
+    N_Z(D, s^2) with D = floor(Delta/g) + 1, and every guarantee is computed from it exactly
+    (CKS 2020, Thm 7 for its profile); calibration finds the smallest s that meets (epsilon, delta)
+    on that exact profile.  For ``dimension > 1`` the guarantee is D^2/(2 s^2)-zCDP (CKS 2020,
+    Thm 14) converted to (epsilon, delta) with CKS Cor 13 (an upper bound).
+
+    Parameters
+    ----------
+    sensitivity : float, > 0 (l2 sensitivity)
+    epsilon, delta : the target (give both, or ``sigma``)
+    sigma : float, > 0, optional: the noise scale in output units
+    calibration : "analytic" (Balle & Wang 2018; default) or "classical" (Dwork & Roth Thm 3.22, epsilon < 1)
+    dimension : int >= 1
+    granularity_bits : int in [4, 20]
+
+    Examples
+    --------
+    >>> m = Gaussian(sensitivity=1.0, epsilon=1.0, delta=1e-5)
+    >>> round(m.sigma, 2), float(m.approx_dp(1e-5).epsilon) <= 1.0
+    (3.73, True)
+    """
+
+    name = "Gaussian mechanism"
+
+    def __init__(self, *, sensitivity: float, epsilon: float | None = None, delta: float | None = None,
+                 sigma: float | None = None, calibration: str = "analytic", dimension: int = 1,
+                 granularity_bits: int = 10) -> None:
+        s2 = check_positive("sensitivity", sensitivity)
+        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
+            raise ValueError(f"dimension must be an integer >= 1; got {dimension!r}.")
+        if isinstance(granularity_bits, bool) or not isinstance(granularity_bits, int) or not 4 <= granularity_bits <= 20:
+            raise ValueError(f"granularity_bits must be an integer in [4, 20]; got {granularity_bits!r}.")
+        if calibration not in ("analytic", "classical"):
+            raise ValueError(f"calibration must be 'analytic' or 'classical'; got {calibration!r}.")
+        if sigma is not None:
+            if epsilon is not None or delta is not None:
+                raise ValueError("give either sigma, or epsilon and delta; not both.")
+            sig = check_positive("sigma", sigma)
+            target = None
+        else:
+            if epsilon is None or delta is None:
+                raise ValueError("give epsilon and delta (to calibrate) or sigma (the noise scale).")
+            eps = check_epsilon(epsilon)
+            if not eps > 0:
+                raise ValueError(f"epsilon must be > 0; got {eps}.")
+            dl = check_delta(delta, open_interval=True)
+            if calibration == "classical":
+                sig = classical_gaussian_sigma(epsilon=eps, delta=dl, sensitivity=s2)
+                target = None
+            else:
+                sig = analytic_gaussian_sigma(epsilon=eps, delta=dl, sensitivity=s2)
+                target = (eps, dl)
+        # grid: fine relative to both sigma and the sensitivity (rounding costs one grid unit of
+        # sensitivity), but at most 2^15 units per sigma so the exact profile sums stay cheap
+        grid = power_of_two_at_most(max(min(sig, s2) / 2.0**granularity_bits, sig / 2.0**15))
+        units = math.floor(s2 / grid) + (1 if dimension == 1 else 0)
+        units_l2 = units if dimension == 1 else s2 / grid + math.sqrt(dimension)
+        self._set("sensitivity", s2)
+        self._set("dimension", dimension)
+        self._set("grid", grid)
+        self._set("units", units_l2)
+        self._set("calibration", calibration)
+        grid_sigma = sig / grid
+        if target is not None:
+            eps, dl = target
+            grid_sigma = _bisect_sigma(lambda s: self._delta_at(s, eps) <= dl, grid_sigma)
+        self._set("grid_sigma", grid_sigma)
+        self._set("target_delta", None if target is None else target[1])
+
+    sensitivity: float
+    dimension: int
+    grid: float
+    units: float
+    grid_sigma: float
+    calibration: str
+    target_delta: float | None
+
+    def _delta_at(self, grid_sigma: float, epsilon: float) -> float:
+        if self.dimension == 1:
+            log_norm = DiscreteGaussian(0, grid_sigma).log_normalizer
+            return float(DiscreteGaussianShift(int(self.units), grid_sigma, log_norm).hockey_stick(epsilon))
+        rho = self.units**2 / (2.0 * grid_sigma**2)
+        return float(zcdp_to_profile(ZCDP(rho)).delta(epsilon))
+
+    @classmethod
+    def calibrate(cls, *, epsilon: float, delta: float, sensitivity: float, dimension: int = 1) -> Gaussian:
+        """The analytic Gaussian mechanism with the smallest noise meeting (epsilon, delta), never smaller.
+
+        >>> round(Gaussian.calibrate(epsilon=1.0, delta=1e-5, sensitivity=1.0).sigma, 2)
+        3.73
+        """
+        return cls(sensitivity=sensitivity, epsilon=epsilon, delta=delta, dimension=dimension)
+
+    @property
+    def sigma(self) -> float:
+        """The noise scale in output units."""
+        return self.grid_sigma * self.grid
+
+    def __repr__(self) -> str:
+        return f"Gaussian(sensitivity={self.sensitivity!r}, sigma={self.sigma!r}, dimension={self.dimension})"
+
+    @property
+    def pair(self) -> DominatingPair:
+        if self.dimension > 1:
+            raise UnsupportedError(
+                "the multivariate discrete Gaussian has no one-dimensional dominating pair; its guarantees "
+                "come from zCDP (rho = D^2 / (2 s^2), CKS 2020 Thm 14)."
+            )
+        return DominatingPair(P=DiscreteGaussian(0, self.grid_sigma), Q=DiscreteGaussian(int(self.units), self.grid_sigma),
+                              symmetric=True, unit=self.grid)
+
+    @property
+    def guarantee(self) -> ApproxDP | ZCDP:
+        """(epsilon, delta)-DP at the calibration target's delta (epsilon from the exact profile), else zCDP."""
+        if self.target_delta is not None:
+            return self.approx_dp(self.target_delta)
+        return self.zcdp()
+
+    def zcdp(self) -> ZCDP:
+        """rho = D^2 / (2 s^2) on the grid (CKS 2020, Thm 14; Bun & Steinke 2016, Prop 1.6)."""
+        rho = self.units**2 / (2.0 * self.grid_sigma**2)
+        return ZCDP(Estimate(rho, kind="upper", method="discrete Gaussian zCDP (CKS Thm 14)"))
+
+    def delta(self, epsilon: float) -> float:
+        return self._delta_at(self.grid_sigma, epsilon)
+
+    def approx_dp(self, delta: float) -> ApproxDP:
+        if self.dimension == 1:
+            return super().approx_dp(delta)
+        return zcdp_to_approx_dp(self.zcdp(), delta=delta)
+
+    def profile(self) -> PrivacyProfile:
+        if self.dimension == 1:
+            return super().profile()
+        return zcdp_to_profile(self.zcdp())
+
+    def release(self, value: ArrayLike, *, rng: np.random.Generator | None = None, confidence: float = 0.95) -> Release:
+        """Release value + noise on the grid.
+
+        >>> from dpkit.random import insecure_seeded
+        >>> Gaussian(sensitivity=1.0, sigma=2.0).release([1.0], rng=insecure_seeded(1)).insecure
+        True
+        """
+        arr = as_values(value)
+        c = check_confidence(confidence)
+        if arr.size != self.dimension:
+            raise ValueError(f"this mechanism releases {self.dimension} value(s); got {arr.size}. "
+                             "Build it with dimension=<number of values> and the l2 sensitivity of the whole vector.")
+        gen = _default_rng() if rng is None else rng
+        base = snap(arr.reshape(-1), self.grid)
+        noise = np.asarray(discrete_gaussian(self.grid_sigma, size=base.size, rng=gen), dtype=np.int64)
+        out = unsnap(base + noise, self.grid).reshape(arr.shape)
+        q = float(DiscreteGaussian(0, self.grid_sigma).quantile(0.5 + c / 2.0))
+        half = (q + 0.5) * self.grid
+        return Release(values=out, scale=self.sigma, confidence=c, interval=(out - half, out + half),
+                       guarantee=self.guarantee, mechanism=self.name, insecure=is_insecure(gen),
+                       details={"grid": self.grid, "grid_sigma": self.grid_sigma, "grid_sensitivity": self.units})
