@@ -59,3 +59,26 @@ def test_verify_holds_and_fails():
     assert ok.returncode == 0, ok.stdout + ok.stderr
     bad = run("verify", "examples/randomized_response.csv", "--epsilon", "1.0", "--delta", "0")
     assert bad.returncode == 1, bad.stdout + bad.stderr
+
+
+def test_release_prints_value_and_guarantee(capsys):
+    assert main(["release", "laplace", "--epsilon", "1", "--sensitivity", "1", "42"]) == 0
+    out = capsys.readouterr().out
+    assert "guarantee: 1.0-DP" in out and "interval" in out and "NOT private" not in out
+
+
+def test_release_insecure_seed_is_labelled_and_reproducible(capsys):
+    args = ["release", "geometric", "--epsilon", "0.5", "--sensitivity", "1", "10", "--insecure-seed", "3"]
+    assert main(args) == 0
+    first = capsys.readouterr().out
+    assert main(args) == 0
+    assert capsys.readouterr().out == first and "NOT private" in first
+
+
+def test_release_bad_input(capsys):
+    assert main(["release", "laplace", "--epsilon", "0", "--sensitivity", "1", "42"]) == 2
+    assert "epsilon must be > 0" in capsys.readouterr().err
+    assert main(["release", "gaussian", "--epsilon", "1", "--delta", "2", "--sensitivity", "1", "1"]) == 2
+    assert "delta" in capsys.readouterr().err
+    assert main(["release", "laplace", "--epsilon", "1", "--sensitivity", "1", "nan"]) == 2
+    assert "never noised" in capsys.readouterr().err

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dpkit.cli import divergence, verify
+from dpkit.cli import divergence, release, verify
 
 __all__ = ["main"]
 
@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     divergence.register(sub)
     verify.register(sub)
+    release.register(sub)
     return parser
 
 
