@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Benchmarks of dpkit against its peers and the raw limits (STYLE.md §7).
+#
+# Creates .bench-venv/ at the repository root on first use (kept apart from the project's .venv so
+# the peers' pins never touch the test environment), installs dpkit editable plus every peer that
+# installs on this Python, then runs each benchmarks/bench_*.py with that interpreter.  Results go
+# to benchmarks/results/<date>-<commit>-<name>.{json,md}.
+#
+#   bash benchmarks/run.sh                 # all benchmarks
+#   bash benchmarks/run.sh divergences     # only bench_divergences.py
+#   BENCH_REINSTALL=1 bash benchmarks/run.sh   # retry the peer installs
+#
+# A peer that fails to install is skipped (its benchmark rows then say "not installed"); the list
+# of what installed is printed and kept in .bench-venv/peers-installed.txt.
+set -u
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PYTHON="${PYTHON:-python3}"
+VENV="$ROOT/.bench-venv"
+PY="$VENV/bin/python"
+STAMP="$VENV/.installed-stamp"
+PEERS=(opendp dp-accounting diffprivlib python-dp prv-accountant autodp pipeline-dp)
+
+if [ ! -x "$PY" ]; then
+    echo "== creating $VENV"
+    "$PYTHON" -m venv "$VENV" || { echo "cannot create $VENV with $PYTHON" >&2; exit 1; }
+fi
+
+if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ] || [ -n "${BENCH_REINSTALL:-}" ]; then
+    "$PY" -m pip install --quiet --upgrade pip
+    echo "== installing dpkit (editable) into $VENV"
+    if ! "$PY" -m pip install --quiet -e . > "$VENV/pip-dpkit.log" 2>&1; then
+        tail -n 20 "$VENV/pip-dpkit.log" >&2
+        echo "dpkit itself failed to install (log: .bench-venv/pip-dpkit.log)" >&2
+        exit 1
+    fi
+    : > "$VENV/peers-installed.txt"
+    : > "$VENV/peers-failed.txt"
+    for peer in "${PEERS[@]}"; do
+        # one pip call per peer, so one failure does not stop the others; a peer may pull its own
+        # numpy/scipy pins, so dpkit's requirements are re-stated in the same call
+        echo "== installing peer $peer"
+        if timeout 900 "$PY" -m pip install --quiet "$peer" "numpy>=1.26" "scipy>=1.11" \
+                > "$VENV/pip-$peer.log" 2>&1; then
+            echo "$peer" >> "$VENV/peers-installed.txt"
+        else
+            echo "$peer" >> "$VENV/peers-failed.txt"
+            echo "   $peer did NOT install on $("$PY" -V 2>&1); skipped (log: .bench-venv/pip-$peer.log):"
+            tail -n 3 "$VENV/pip-$peer.log" | sed 's/^/     /'
+        fi
+    done
+    touch "$STAMP"
+fi
+
+echo "== peers installed: $(tr '\n' ' ' < "$VENV/peers-installed.txt")"
+# installed is not importable: a peer may break against a newer dependency (each benchmark re-probes)
+for peer in $(cat "$VENV/peers-installed.txt"); do
+    case "$peer" in
+        python-dp) mod=pydp ;; *) mod="${peer//-/_}" ;;
+    esac
+    if ! msg="$("$PY" -c "import $mod" 2>&1)"; then
+        echo "   $peer installed but 'import $mod' fails: $(printf '%s\n' "$msg" | tail -n 1)"
+    fi
+done
+echo "== peers skipped (failed to install): $(tr '\n' ' ' < "$VENV/peers-failed.txt")"
+# the installed versions, as the bench venv sees them (a later peer install may have changed an earlier one)
+"$PY" -m pip list --format=freeze 2>/dev/null | grep -iE '^(dpkit|numpy|scipy|opendp|dp.accounting|diffprivlib|python.dp|prv.accountant|autodp|pipeline.dp)=' | sed 's/^/   /'
+
+mkdir -p benchmarks/results
+status=0
+shopt -s nullglob
+for bench in benchmarks/bench_*.py; do
+    name="$(basename "$bench" .py)"
+    name="${name#bench_}"
+    if [ "$#" -gt 0 ]; then
+        case " $* " in *" $name "*) ;; *) continue ;; esac
+    fi
+    echo
+    echo "== running $bench"
+    if ! "$PY" "$bench"; then
+        echo "!! $bench exited non-zero" >&2
+        status=1
+    fi
+done
+exit $status
