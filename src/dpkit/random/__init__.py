@@ -22,17 +22,18 @@ Contract
    built on it) that is constant-time in software on every CPU, and at ~45 M 64-bit words/s here it
    is fast enough that the exact samplers below run at tens of millions of draws per second.
    randomgen's AES-128 counter mode is ~9x faster where the CPU has AES-NI and is available as
-   ``secure_rng(cipher="aes128")``; it is not the default because without AES-NI randomgen falls back
-   to table-based software AES, which leaks its key through cache timing.  The key is passed to
+   ``secure_rng(cipher="aes128")``; it is not the default because without AES-NI randomgen falls
+   back to table-based software AES, which leaks its key through cache timing.  The key is passed to
    randomgen as ``key=``, not ``seed=``, so it does not go through NumPy's non-cryptographic
    ``SeedSequence``.  Details: :mod:`dpkit.random._generators`.
 2. **Exact.**  Given ideal uniform random bits, each sampler's output law is *exactly* the stated
    pmf for the parameter as given (a float is the dyadic rational it represents): no truncated
    support, no floating-point rounding that depends on the data, no approximation of
    :math:`e^{-x}`.  Float64 arithmetic is used only to *certify* decisions, with margins derived
-   from IEEE 754's error bounds for ``+ - * /``; a decision the margin cannot certify (about
-   ``2**-45`` of draws) is recomputed exactly with Python integers and fractions, drawing more random
-   words as needed.  ``numpy.log`` is used only for guesses whose accuracy affects speed, not the law.
+   from IEEE 754's error bounds for ``+ - * /``; a decision the margin cannot certify (at most about
+   ``2e-7`` of draws, usually far fewer) is recomputed exactly with Python integers and fractions,
+   drawing more random words as needed.  ``numpy.log`` is used only for guesses whose accuracy
+   affects speed, not the law.
 3. **Vectorised.**  Work is done on whole arrays in blocks of 65,536 draws; rejection loops run over
    rounds, all pending draws together, never as a Python loop per draw.  Memory is O(size).
 4. **Validated at the boundary.**  Bad parameters raise :class:`ValueError` naming the parameter and

@@ -20,11 +20,12 @@ integer arithmetic; a uniform 64-bit word ``W`` gives ``True`` if ``W < T`` and 
 and Bernoulli(:math:`e^{-r}`) is Algorithm 1: draw :math:`A_k \sim` Bernoulli(:math:`r/k`) for
 :math:`k = 1, 2, \dots` until the first :math:`A_k = 0`, and return whether that ``k`` is odd.  All
 draws run round ``k`` together (a loop over rounds, not over draws; about
-:math:`\log n / \log\log n` rounds).  Each :math:`A_k` compares a uniform with :math:`r/k` in float64
-with a margin covering the IEEE 754 rounding of the computation of :math:`r/k` plus the error bound
-the caller states for :math:`\hat r`; comparisons inside the margin are redone exactly with Python fractions.  Each comparison uses 32 uniform bits, so a fraction
-about ``2**-32`` of them is undecided from the float and goes the exact way.  So the draws are exact whenever the caller's error bound
-is a true bound, which is all the discrete Gaussian sampler needs.
+:math:`\log n / \log\log n` rounds).  Each :math:`A_k` compares a 32-bit uniform with :math:`r/k`
+in float64, with a margin covering the IEEE 754 rounding of :math:`r/k` plus the error bound the
+caller states for :math:`\hat r`.  A comparison the margin leaves open (about ``2**-32`` of them)
+is redone exactly: the uniform is extended with fresh words and compared with the exact rational
+:math:`r/k`.  So the draws are exact whenever the caller's error bound is a true bound, which is
+all the discrete Gaussian sampler needs.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from dpkit.random._arith import (
     floor_scaled,
     fraction_enclosure,
 )
-from dpkit.random._checks import Size, check_rng, check_size, count
+from dpkit.random._checks import Size, check_rng, check_size, count, prime_allocator
 from dpkit.random._geometric import _geometric_draws
 
 __all__ = ["bernoulli_exp"]
@@ -173,8 +174,10 @@ def _bernoulli_exp_scalar(gamma: float, n: int, rng: np.random.Generator) -> NDA
 
 def _check_gamma_scalar(gamma: object) -> float:
     if isinstance(gamma, (bool, np.bool_)) or not isinstance(gamma, (int, float, np.number)):
-        raise TypeError(f"gamma must be a real number or an array of them; got {type(gamma).__name__}.")
-    value = float(gamma)  # type: ignore[arg-type]
+        raise TypeError(
+            f"gamma must be a real number or an array of them; got {type(gamma).__name__}."
+        )
+    value = float(gamma)
     if not (value >= 0 and value < float("inf")):
         raise ValueError(f"gamma must be finite and >= 0; got {value}.")
     return value
@@ -226,13 +229,16 @@ def bernoulli_exp(
     """
     shape = check_size(size)
     generator = check_rng(rng)
+    prime_allocator(count(shape) if shape is not None else int(np.size(gamma)))
     if np.ndim(gamma) == 0 and not isinstance(gamma, np.ndarray):
         value = _check_gamma_scalar(gamma)
         out = _bernoulli_exp_scalar(value, count(shape), generator)
         return out[0] if shape is None else out.reshape(shape)
     array = np.asarray(gamma)
     if array.dtype.kind not in "iuf":
-        raise TypeError(f"gamma must be a real number or an array of them; got dtype {array.dtype}.")
+        raise TypeError(
+            f"gamma must be a real number or an array of them; got dtype {array.dtype}."
+        )
     if array.dtype.kind in "iu" and np.any((array > 2**53) | (array < -(2**53))):
         raise ValueError(
             "gamma has integers beyond 2**53, too large to be represented exactly as float64; "

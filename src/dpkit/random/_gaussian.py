@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 from dpkit._math import check_positive
 from dpkit.random._arith import bernoulli_exp_exact
 from dpkit.random._bernoulli import bernoulli_exp_vector
-from dpkit.random._checks import Size, check_rng, check_size, count
+from dpkit.random._checks import Size, check_rng, check_size, count, prime_allocator
 from dpkit.random._geometric import _laplace_draws
 
 __all__ = ["discrete_gaussian"]
@@ -116,7 +116,7 @@ def _gaussian_draws(sigma: float, n: int, rng: np.random.Generator) -> NDArray[n
 def discrete_gaussian(
     sigma: float, size: Size = None, *, rng: np.random.Generator | None = None
 ) -> NDArray[np.int64] | np.int64:
-    r"""Draw exactly from the discrete Gaussian :math:`P(k) \propto e^{-k^2/(2\sigma^2)}` on the integers.
+    r"""Draw exactly from the discrete Gaussian law, :math:`P(k) \propto e^{-k^2/(2\sigma^2)}`.
 
     Parameters
     ----------
@@ -165,5 +165,7 @@ def discrete_gaussian(
         )
     shape = check_size(size)
     generator = check_rng(rng)
-    draws = _gaussian_draws(value, count(shape), generator)
+    n = count(shape)
+    prime_allocator(n)
+    draws = _gaussian_draws(value, n, generator)
     return draws[0] if shape is None else draws.reshape(shape)

@@ -5,9 +5,9 @@ Contract
 * Every generator is a :class:`numpy.random.Generator`, so anything written for NumPy accepts it.
 * :func:`secure_rng` returns a :class:`SecureGenerator` driven by a stream cipher whose key is 256
   (ChaCha20) or 128 (AES-128) bits read from the operating system (:func:`secrets.token_bytes`,
-  i.e. ``getrandom``/``urandom``).  The key is given to randomgen directly (``key=``), *not* as a
-  ``seed=``: randomgen passes seeds through NumPy's ``SeedSequence``, a non-cryptographic hash with a
-  128-bit pool, which would be a needless weak point between the OS entropy and the cipher.
+  i.e. ``getrandom``/``urandom``).  The key is given to randomgen directly (``key=``), *not* as
+  ``seed=``: randomgen passes seeds through NumPy's ``SeedSequence``, a non-cryptographic hash with
+  a 128-bit pool, which would be a needless weak point between the OS entropy and the cipher.
 * A :class:`SecureGenerator` refuses to be pickled or copied (a copy would repeat the noise stream,
   the classic multiprocessing mistake), and every live one is re-keyed from the OS in a child
   process right after :func:`os.fork` (``os.register_at_fork``), so a forked child never reuses its
@@ -16,10 +16,10 @@ Contract
   :class:`SecureGenerator` per process (checked by ``os.getpid()``, a second line of defence next to
   the at-fork hook), created on first use under a lock.  There is no generator with a fixed seed
   anywhere in dpkit's defaults.
-* :func:`insecure_seeded` returns an :class:`InsecureGenerator` (PCG64 from a fixed seed) for tests and
-  reproducible examples only; it is not private, says so in its class name and repr, and
-  :func:`is_insecure` reports ``True`` for it and for every generator that :func:`secure_rng` did not
-  make (a plain NumPy ``Generator`` included), so a release can record what produced its noise.
+* :func:`insecure_seeded` returns an :class:`InsecureGenerator` (PCG64 from a fixed seed) for tests
+  and reproducible examples only; it is not private, says so in its class name and repr, and
+  :func:`is_insecure` reports ``True`` for it and for every generator that :func:`secure_rng` did
+  not make (a plain NumPy ``Generator`` included), so a release can record what produced its noise.
 
 Choice of cipher
 ----------------
@@ -28,19 +28,20 @@ and OpenBSD kernel generators) from randomgen.  It is constant-time in software 
 a 256-bit key, and at about 45 M 64-bit words per second on the 2-core AMD EPYC where dpkit's
 benchmarks run it already lets the exact discrete Laplace sampler exceed 10 M draws per second
 (``benchmarks/bench_sampling.py``).  ``cipher="aes128"`` selects randomgen's AES-128 counter mode,
-about 9x faster here (roughly 450 M words/s, like PCG64) but only where the CPU has AES-NI: randomgen
-would otherwise fall back to table-based software AES, whose cache-timing side channel is exactly
-what a noise generator must not have, so that request is refused there.  AES-128-CTR is a sound
-generator too (it is NIST SP 800-90A's CTR_DRBG core); ChaCha20 is the default because its
-security does not depend on the hardware it happens to run on.
+about 9x faster here (roughly 450 M words/s, like PCG64) but only where the CPU has AES-NI:
+randomgen would otherwise fall back to table-based software AES, whose cache-timing side channel
+is exactly what a noise generator must not have, so that request is refused there.  AES-128-CTR
+is a sound generator too (it is NIST SP 800-90A's CTR_DRBG core); ChaCha20 is the default because
+its security does not depend on the hardware it happens to run on.
 
 randomgen is an optional dependency of dpkit (``pip install dpkit[secure]``); without it
-:func:`secure_rng` raises :class:`ModuleNotFoundError` with that instruction rather than falling back
-to an insecure generator.
+:func:`secure_rng` raises :class:`ModuleNotFoundError` with that instruction rather than falling
+back to an insecure generator.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import secrets
 import threading
@@ -64,13 +65,12 @@ _CIPHERS: tuple[str, ...] = ("chacha20", "aes128")
 
 def _randomgen() -> Any:
     try:
-        import randomgen
+        return importlib.import_module("randomgen")
     except ModuleNotFoundError as exc:  # pragma: no cover - the test environment has randomgen
         raise ModuleNotFoundError(
             "dpkit's secure generator needs the 'randomgen' package (ChaCha20 / AES bit "
             "generators); install it with `pip install dpkit[secure]` or `pip install randomgen`."
         ) from exc
-    return randomgen
 
 
 def _new_bit_generator(cipher: str) -> np.random.BitGenerator:
@@ -81,7 +81,7 @@ def _new_bit_generator(cipher: str) -> np.random.BitGenerator:
         return bit_generator
     key = int.from_bytes(secrets.token_bytes(16), "little")
     bit_generator = rg.AESCounter(key=key)
-    if not bool(bit_generator.use_aesni):
+    if not getattr(bit_generator, "use_aesni", False):
         raise ValueError(
             "cipher='aes128' needs a CPU with AES-NI (randomgen would use table-based software "
             "AES, which leaks its key through cache timing); use cipher='chacha20'."
@@ -93,7 +93,7 @@ _LIVE: weakref.WeakSet[SecureGenerator] = weakref.WeakSet()
 
 
 class SecureGenerator(np.random.Generator):
-    """A :class:`numpy.random.Generator` keyed from the operating system; make one with :func:`secure_rng`.
+    """A :class:`numpy.random.Generator` keyed from the operating system; see :func:`secure_rng`.
 
     It cannot be pickled or copied, and it is re-keyed in a child process after ``os.fork``.
     """

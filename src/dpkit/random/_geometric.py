@@ -23,8 +23,9 @@ has :math:`P(M \ge k) = t(k)`, which is the geometric law, and for the discrete 
 :math:`P(M = 0) = 1 - 2q/(1 + q) = (1 - q)/(1 + q)` and :math:`P(M = k) = 2(1-q)q^k/(1+q)` for
 :math:`k \ge 1`; an independent fair sign bit then gives the two-sided law.  Per draw:
 
-1. one 64-bit word ``W``: bit 0 is the sign, bits 11-63 are the first 53 bits of ``U``, so ``U``
-   lies in ``[lo, lo + 2**-53)`` with ``lo`` exact in float64;
+1. one word: bit 0 is the sign and the other bits are the first ``b`` bits of ``U``, so ``U`` lies
+   in ``[lo, lo + 2**-b)`` with ``lo`` exact in float64 (``b = 31`` from a 32-bit word for
+   ``scale <= 32``, where thresholds are sparse; ``b = 53`` from a 64-bit word above);
 2. a *guess* :math:`\hat M = \lfloor(\ln c - \ln U)\,\mathrm{scale}\rfloor` from ``numpy.log``; its
    accuracy matters only for speed;
 3. a *certificate* that :math:`t(\hat M) > U \ge t(\hat M + 1)`, using tables of
@@ -32,15 +33,21 @@ has :math:`P(M \ge k) = t(k)`, which is the geometric law, and for the discrete 
    (:func:`dpkit.random._arith.exp_neg_enclosure`) and products in float64 whose relative rounding
    error is bounded by IEEE 754 (``+ - * /`` correctly rounded; at most ``(4L + 8) * 2**-53`` with
    ``L`` table levels); the comparison uses that bound as a margin, so a certified draw is exact;
-4. the draws that fail the certificate (a guess off by one near a threshold, a uniform within the
-   margin of one, ``U < 2**-53``: together about ``2**-45`` of draws) are recomputed exactly in
-   Python by :class:`~dpkit.random._arith.LazyUniform`, which extends ``U`` with fresh random words
-   until integer enclosures of :math:`t(k)` decide.
+4. the draws that fail the certificate (``U``'s known bits straddle a threshold or its margin, or
+   the guess is off by one) are recomputed exactly in Python by
+   :class:`~dpkit.random._arith.LazyUniform`, which extends ``U`` with fresh random words until
+   integer enclosures of :math:`t(k)` decide.  That is about ``2e-7`` of draws at ``scale = 32``
+   (the worst case of the 31-bit path), under ``1e-8`` elsewhere.
+
+Above ``scale = 2**20`` the 53 bits of ``U`` would leave too many draws uncertified (thresholds
+get closer than the margin), so the geometric count is split into independent low bits and a
+quotient (:func:`_geometric_draws`), and the discrete Laplace draw into a zero test and a
+geometric magnitude (:func:`_laplace_draws`); every piece is again exact.
 
 This replaces CKS 2020 Algorithm 2 (uniform proposal, Bernoulli(exp(-U/t)) rejection and a
 geometric count of Bernoulli(exp(-1)) successes) by a single inversion per draw: the same exact law,
-with one random word per draw instead of about twenty, and no rejection loop, so it vectorises
-without per-round bookkeeping.
+with half or one random word per draw instead of a dozen or more, and no rejection loop, so it
+vectorises without per-round bookkeeping.
 """
 
 from __future__ import annotations
@@ -56,7 +63,7 @@ from numpy.typing import NDArray
 from dpkit._math import check_positive
 from dpkit.errors import NumericalAccuracyError
 from dpkit.random._arith import Enclosure, LazyUniform, _ceil_div, exp_neg_enclosure, floor_scaled
-from dpkit.random._checks import Size, check_rng, check_size, count
+from dpkit.random._checks import Size, check_rng, check_size, count, prime_allocator
 
 __all__ = ["discrete_laplace", "geometric"]
 
@@ -80,8 +87,9 @@ class _Thresholds:
     ``levels[l][v]`` is a float64 within relative ``1.01 * 2**-53`` of :math:`q^{v 4096^l}`
     (times ``c`` for ``l = 0``), except that values below ``2**-80`` are stored as ``2**-80``.
     A clamped entry only ever makes a product too *large*, so it can only make the "U is below"
-    certificate fail (``U >= 2**-53`` in the fast path), never make it pass wrongly; and it keeps
-    the "U is above" certificate valid, which needs an upper bound.
+    certificate fail (it needs ``U``'s upper end, at least ``2**-53``, below the product), never
+    make it pass wrongly; and it keeps the "U is above" certificate valid, which needs an upper
+    bound.
     """
 
     a: Fraction  # 1 / scale, exact
@@ -251,7 +259,9 @@ def _exact_count(th: _Thresholds, prefix: int, guess: int, rng: np.random.Genera
     return lo
 
 
-def _counts(th: _Thresholds, n: int, rng: np.random.Generator, *, signed: bool) -> NDArray[np.int64]:
+def _counts(
+    th: _Thresholds, n: int, rng: np.random.Generator, *, signed: bool
+) -> NDArray[np.int64]:
     """``n`` exact draws: geometric counts, or discrete Laplace values when ``signed``."""
     out = np.empty(n, dtype=np.int64)
     for start in range(0, n, _BLOCK):
@@ -268,18 +278,18 @@ def _counts(th: _Thresholds, n: int, rng: np.random.Generator, *, signed: bool) 
 
 
 def _split(scale: float) -> int:
-    """The number ``s`` of low bits split off when ``scale > 2**20``: ``scale / 2**s`` is in [2**20, 2**21)."""
+    """Low bits ``s`` split off when ``scale > 2**20``: ``scale / 2**s`` is in [2**20, 2**21)."""
     return math.frexp(scale)[1] - 1 - 20
 
 
 def _low_bits(scale: float, s: int, n: int, rng: np.random.Generator) -> NDArray[np.int64]:
-    r"""``n`` exact draws of ``R`` with :math:`P(R = r) \propto e^{-r/\mathrm{scale}}` on ``[0, 2**s)``.
+    r"""``n`` exact draws of ``R``, :math:`P(R = r) \propto e^{-r/\mathrm{scale}}` on ``[0, 2**s)``.
 
     Rejection from the uniform law: accept ``r`` with probability :math:`e^{-x}`,
     :math:`x = r/\mathrm{scale} \le 2^{-20}`, i.e. when a fresh uniform ``V`` satisfies
     :math:`V \ge 1 - e^{-x}`.  Since :math:`x - x^2/2 \le 1 - e^{-x} \le x`, the float64 bounds
-    below (relative rounding error at most ``3.1 * 2**-53``, covered by the ``16u`` margins) decide
-    all but a fraction of about ``2**-41`` of the comparisons; the rest are settled exactly.
+    below (relative rounding error at most ``3.1 * 2**-53``, covered by the ``16u`` margins) and 32
+    bits of ``V`` decide all but about ``2**-32`` of the comparisons; the rest are settled exactly.
     """
     out = np.empty(n, dtype=np.int64)
     a = 1 / Fraction(scale)
@@ -332,7 +342,7 @@ def _geometric_draws(scale: float, n: int, rng: np.random.Generator) -> NDArray[
 
 @lru_cache(maxsize=64)
 def _nonzero_threshold(scale: float) -> int:
-    """``floor(2**31 * 2q / (1 + q))``: the discrete Laplace draw is nonzero iff ``U < 2q/(1+q)``."""
+    """``floor(2**31 * 2q / (1 + q))``; a discrete Laplace draw is nonzero iff ``U < 2q/(1+q)``."""
     return floor_scaled(_enclose_threshold(1 / Fraction(scale), True, 1), 31)
 
 
@@ -371,17 +381,20 @@ def _check_scale(scale: object) -> float:
     return value
 
 
-def _shaped(values: NDArray[np.int64], shape: tuple[int, ...] | None) -> NDArray[np.int64] | np.int64:
+def _shaped(
+    values: NDArray[np.int64], shape: tuple[int, ...] | None
+) -> NDArray[np.int64] | np.int64:
     return values[0] if shape is None else values.reshape(shape)
 
 
 def geometric(
     scale: float, size: Size = None, *, rng: np.random.Generator | None = None
 ) -> NDArray[np.int64] | np.int64:
-    r"""Draw exactly from the geometric law :math:`P(k) = (1 - q) q^k`, :math:`q = e^{-1/\mathrm{scale}}`.
+    r"""Draw exactly from the geometric law with ratio :math:`e^{-1/\mathrm{scale}}`.
 
-    The support is :math:`k = 0, 1, 2, \dots` (failures before the first success, success
-    probability :math:`1 - e^{-1/\mathrm{scale}}`); it is the one-sided discrete Laplace law.
+    :math:`P(k) = (1 - q) q^k` on :math:`k = 0, 1, 2, \dots` with :math:`q = e^{-1/\mathrm{scale}}`
+    (failures before the first success of probability :math:`1 - q`): the one-sided discrete
+    Laplace law.
 
     Parameters
     ----------
@@ -422,13 +435,15 @@ def geometric(
     value = _check_scale(scale)
     shape = check_size(size)
     generator = check_rng(rng)
-    return _shaped(_geometric_draws(value, count(shape), generator), shape)
+    n = count(shape)
+    prime_allocator(n)
+    return _shaped(_geometric_draws(value, n, generator), shape)
 
 
 def discrete_laplace(
     scale: float, size: Size = None, *, rng: np.random.Generator | None = None
 ) -> NDArray[np.int64] | np.int64:
-    r"""Draw exactly from the discrete Laplace law :math:`P(k) \propto e^{-|k|/\mathrm{scale}}` on the integers.
+    r"""Draw exactly from the discrete Laplace law, :math:`P(k) \propto e^{-|k|/\mathrm{scale}}`.
 
     Parameters
     ----------
@@ -471,4 +486,6 @@ def discrete_laplace(
     value = _check_scale(scale)
     shape = check_size(size)
     generator = check_rng(rng)
-    return _shaped(_laplace_draws(value, count(shape), generator), shape)
+    n = count(shape)
+    prime_allocator(n)
+    return _shaped(_laplace_draws(value, n, generator), shape)
