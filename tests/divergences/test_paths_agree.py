@@ -153,3 +153,18 @@ def test_location_shift_wasserstein_is_the_shift():
     for order in (1, 2, 3.5):
         assert float(wasserstein(Laplace(0, 5), Laplace(1, 5), order)) == 1.0
         assert float(wasserstein(Gaussian(0, 0.1), Gaussian(-2, 0.1), order)) == 2.0
+
+
+@pytest.mark.parametrize("t,D", [(1.0, 1), (3.0, 7), (0.4, 4), (10.0, 2)])
+@pytest.mark.parametrize("delta", [1e-12, 1e-5, 0.01, 0.1])
+def test_approx_max_closed_forms_match_exact_atoms(t, D, delta):
+    """Discrete Laplace (segment inversion) and discrete Gaussian (atoms) against the level-set
+    maximum over their exact atoms (Def 3.6), and Gaussian (Newton) against bisection."""
+    closed = float(approx_max_divergence(DiscreteLaplace(0, t), DiscreteLaplace(D, t), delta))
+    atoms = DiscreteLaplaceShift(D, t)._atoms()
+    from dpkit.divergences._finite import approx_max_divergence as level_sets
+
+    assert closed == pytest.approx(float(level_sets(atoms, delta)), rel=1e-12, abs=1e-12)
+    g = float(approx_max_divergence(Gaussian(0, t), Gaussian(D, t), delta))
+    assert float(hockey_stick(Gaussian(0, t), Gaussian(D, t), g)) <= delta
+    assert float(hockey_stick(Gaussian(0, t), Gaussian(D, t), g - 1e-9 * max(1, g))) > delta

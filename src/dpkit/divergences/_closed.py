@@ -131,6 +131,43 @@ class GaussianShift(Evaluator):
     def wasserstein(self, order: float) -> Estimate:
         return _exact(self.shift, "exact: W_p of a location shift is the shift")
 
+    def approx_max_divergence(self, delta: float) -> Estimate:
+        """Invert the Balle-Wang profile by safeguarded Newton steps (delta'(eps) = -e^eps Phi(b))."""
+        if delta >= 1.0:
+            return _exact(-math.inf, self.method)
+        mu = self.mu
+        if mu == 0.0:
+            return _exact(math.log1p(-delta), self.method)
+        if delta == 0.0:
+            return _exact(math.inf, self.method)
+
+        def f(e: float) -> float:
+            return gaussian_delta(mu, e) - delta
+
+        # bracket: delta(eps) <= Phi(mu/2 - eps/mu), so eps_hi = mu^2/2 - mu Phi^{-1}(delta) has f <= 0
+        hi = mu * mu / 2.0 - mu * float(special.ndtri(delta))
+        lo = math.log1p(-delta) - 1e-9
+        while f(hi) > 0:
+            hi = 2.0 * hi + 1.0
+        e = hi
+        for _ in range(100):
+            fe = f(e)
+            if fe > 0:
+                lo = e
+            else:
+                hi = e
+            slope = -math.exp(e + float(special.log_ndtr(-mu / 2.0 - e / mu)))
+            step = fe / slope if slope < 0 else 0.0
+            nxt = e - step
+            if not (lo < nxt < hi):
+                nxt = 0.5 * (lo + hi)
+            converged = abs(nxt - e) <= 1e-15 * max(1.0, abs(e)) or hi - lo <= 4e-16 * max(1.0, abs(hi))
+            e = nxt
+            if converged:
+                break
+        # the converged root; the public function then rounds it up until delta(eps) <= delta holds
+        return Estimate(e, kind="exact", method=self.method + " (Newton on the Balle-Wang profile)")
+
 
 def gaussian_delta(mu: float, epsilon: float) -> float:
     r"""Exact delta(eps) of the Gaussian pair with mu = D/sigma (Balle & Wang 2018, Thm 8).
@@ -298,6 +335,33 @@ class DiscreteLaplaceShift(Evaluator):
     def wasserstein(self, order: float) -> Estimate:
         return _exact(float(self.d), "exact: W_p of a location shift is the shift")
 
+    def approx_max_divergence(self, delta: float) -> Estimate:
+        """Invert the piecewise profile exactly: on each segment delta is linear in e^eps."""
+        if delta >= 1.0:
+            return _exact(-math.inf, self.method)
+        if self.d == 0:
+            return _exact(math.log1p(-delta), self.method)
+        if delta == 0.0:
+            return _exact(self.a, self.method)
+        if delta >= float(self.hockey_stick(0.0)):
+            return super().approx_max_divergence(delta)  # epsilon <= 0: rare, use the generic inverse
+        d, t, r = self.d, self.t, math.exp(self.log_r)
+        one_r = 1.0 + r
+        # segment j (k* = j) covers eps in [(D - 2j - 2)/t, (D - 2j)/t) intersected with [0, a); the start
+        # moves left as j grows, so delta(start_j) grows: find the smallest j with delta(start_j) >= delta
+        lo_j, hi_j = 0, (d + 1) // 2
+        while lo_j < hi_j:
+            mid = (lo_j + hi_j) // 2
+            if float(self.hockey_stick(max(0.0, (d - 2.0 * mid - 2.0) / t))) >= delta:
+                hi_j = mid
+            else:
+                lo_j = mid + 1
+        j = lo_j
+        # on segment j: delta = [(1 - r^{j+1}) + r - e^eps r^{D-j}] / (1 + r)
+        num = -math.expm1((j + 1) * self.log_r) + r - delta * one_r
+        eps = math.log(num) - (d - j) * self.log_r
+        return Estimate(max(eps, 0.0), kind="exact", method=self.method + " (segment inversion)")
+
 
 class DiscreteGaussianShift(Evaluator):
     """N_Z(m1, s^2) vs N_Z(m2, s^2) with integer shift D."""
@@ -354,6 +418,20 @@ class DiscreteGaussianShift(Evaluator):
 
     def wasserstein(self, order: float) -> Estimate:
         return _exact(float(self.d), "exact: W_p of a location shift is the shift")
+
+    def approx_max_divergence(self, delta: float) -> Estimate:
+        """Exact Newton inversion on the pair's atoms (all integers within 39 sigma of both centres)."""
+        if self.d == 0:
+            return _exact(math.log1p(-delta) if delta < 1 else -math.inf, self.method)
+        reach = int(math.ceil(39.0 * self.sigma)) + 2 + self.d
+        if 2 * reach > 20_000_000:
+            return super().approx_max_divergence(delta)
+        k = np.arange(-reach, reach + 1, dtype=np.float64)
+        logp = -(k * k) / (2.0 * self.sigma**2) - self.log_norm
+        loss = (self.d**2 - 2.0 * self.d * k) / (2.0 * self.sigma**2)
+        arrays = _finite.FiniteArrays(np.exp(logp), np.exp(logp - loss), logp, logp - loss)
+        value = _finite.approx_max_divergence(arrays, delta)
+        return Estimate(float(value), kind="exact", method=self.method + " (exact atoms)")
 
 
 def _log_tanh_half(t: float) -> float:

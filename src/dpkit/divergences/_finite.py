@@ -113,6 +113,9 @@ def approx_max_divergence(f: FiniteArrays, delta: float) -> Estimate:
         return Estimate(-math.inf if f.mass_inf <= delta else math.inf, kind="exact", method=_EXACT)
     if delta == 0.0:
         return Estimate(float(np.max(f.loss)), kind="exact", method=_EXACT)
+    # Newton's method from the left on gamma -> E_gamma (convex, decreasing, piecewise linear) gives a
+    # gamma at or below the root cheaply; rounding in P(S) - delta can stall it early, so it only
+    # selects candidates: the optimal set S* = {L > eps*} lies inside {L > ln gamma_newton}.
     log_gamma = -math.inf
     mask = np.ones(f.loss.size, dtype=bool)
     for _ in range(200):
@@ -126,25 +129,21 @@ def approx_max_divergence(f: FiniteArrays, delta: float) -> Estimate:
             log_gamma = max(new_log_gamma, log_gamma)
             break
         log_gamma, mask = new_log_gamma, new_mask
-    else:  # pragma: no cover - Newton on a piecewise-linear convex function terminates far earlier
-        log_gamma = _approx_max_by_sorting(f, delta)
-    # guard the direction of rounding: never report an epsilon whose hockey-stick exceeds delta
-    for _ in range(4):
-        excess = float(hockey_stick(f, log_gamma)) - delta
-        if excess <= 0:
-            break
-        log_gamma = math.nextafter(log_gamma, math.inf) + abs(log_gamma) * 1e-15
-    return Estimate(log_gamma, kind="exact", method=_EXACT + " (Newton on the hockey-stick)")
-
-
-def _approx_max_by_sorting(f: FiniteArrays, delta: float) -> float:  # pragma: no cover - fallback
-    order = np.argsort(-f.loss)
+    # exact step (Def 3.6): D = max over level sets S_k (top-k losses) of ln((P(S_k) - delta) / Q(S_k)),
+    # summed from the top so that small masses are not lost next to large ones
+    cand = np.flatnonzero(f.loss >= log_gamma - 1e-9 * max(1.0, abs(log_gamma))) if math.isfinite(log_gamma) \
+        else np.arange(f.loss.size)
+    order = cand[np.argsort(-f.loss[cand], kind="stable")]
     cp = np.cumsum(f.p_live[order]) + f.mass_inf
     cq = np.cumsum(f.q_live[order])
-    cand = np.log(np.maximum(cp - delta, 1e-300)) - np.log(cq)
-    ok = cand >= f.loss[order] - 1e-300
-    k = int(np.argmax(ok)) if ok.any() else cand.size - 1
-    return float(cand[k])
+    ok = cp > delta
+    if not ok.any():
+        return Estimate(-math.inf, kind="exact", method=_EXACT)
+    vals = np.log(cp[ok] - delta) - np.log(cq[ok])
+    best = float(np.max(vals))
+    if f.mass_inf > delta:
+        best = math.inf
+    return Estimate(best, kind="exact", method=_EXACT + " (level sets, Def 3.6)")
 
 
 def witness_set(f: FiniteArrays, epsilon: float) -> Array:

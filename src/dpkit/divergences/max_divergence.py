@@ -70,14 +70,25 @@ def round_up_to_profile(ev: Evaluator, eps: Estimate, delta: float) -> Estimate:
     value = float(eps)
     if not math.isfinite(value) or delta <= 0.0 or delta >= 1.0 or eps.kind == "numerical":
         return eps
-    step = math.ulp(value) if value != 0.0 else 5e-324
-    moved = False
-    for _ in range(64):
-        if float(ev.hockey_stick(value)) <= delta:
-            break
-        value += step
-        step *= 2.0
-        moved = True
-    if not moved:
+    if float(ev.hockey_stick(value)) <= delta:
         return eps
+    # find a passing point by doubling steps, then bisect back so the result is the first passing float
+    low, step = value, (math.ulp(value) if value != 0.0 else 5e-324)
+    high = value + step
+    for _ in range(1100):
+        if float(ev.hockey_stick(high)) <= delta:
+            break
+        low, step = high, step * 2.0
+        high = high + step
+    else:  # pragma: no cover - the hockey-stick reaches 0 at the max divergence
+        return Estimate(math.inf, kind="upper", method=eps.method + " (no passing epsilon found)")
+    for _ in range(200):
+        mid = 0.5 * (low + high)
+        if mid <= low or mid >= high:
+            break
+        if float(ev.hockey_stick(mid)) <= delta:
+            high = mid
+        else:
+            low = mid
+    value = high
     return Estimate(value, kind=eps.kind, error=eps.error + abs(value - float(eps)), method=eps.method + " (rounded up)")
