@@ -140,3 +140,13 @@ def test_insecure_seed_negative() -> None:
     with pytest.raises(ValueError, match="seed must be >= 0; got -1"):
         insecure_seeded(-1)
     assert insecure_seeded(np.int64(5)).seed == 5
+
+
+def test_secure_generator_cannot_be_given_a_key() -> None:
+    """The class keys itself, so is_insecure can trust it; spawn keys each child afresh."""
+    with pytest.raises(TypeError):
+        SecureGenerator(np.random.PCG64(0))  # type: ignore[call-arg]
+    parent = SecureGenerator()
+    children = parent.spawn(2)
+    assert all(isinstance(c, SecureGenerator) and not is_insecure(c) for c in children)
+    assert len({tuple(_words(g)) for g in [parent, *children]}) == 3

@@ -19,9 +19,9 @@ Contract
    (20 rounds, RFC 8439) from randomgen with a 256-bit key read from the operating system, one per
    process, re-keyed in a forked child.  There is no module-level generator with a fixed seed.
    *Why ChaCha20:* it is a full-strength stream cipher (the Linux and OpenBSD kernel generators are
-   built on it) that is constant-time in software on every CPU, and at ~45 M 64-bit words/s here it
-   is fast enough that the exact samplers below run at tens of millions of draws per second.
-   randomgen's AES-128 counter mode is ~9x faster where the CPU has AES-NI and is available as
+   built on it) that is constant-time in software on every CPU, and at 35-45 M 64-bit words/s here
+   it is fast enough that the exact samplers below run at tens of millions of draws per second.
+   randomgen's AES-128 counter mode is ~10x faster where the CPU has AES-NI and is available as
    ``secure_rng(cipher="aes128")``; it is not the default because without AES-NI randomgen falls
    back to table-based software AES, which leaks its key through cache timing.  The key is passed to
    randomgen as ``key=``, not ``seed=``, so it does not go through NumPy's non-cryptographic

@@ -7,10 +7,10 @@ uniform random bits) for every float ``gamma >= 0``, taken as the exact dyadic r
 
 How
 ---
-*One gamma for all draws.*  :math:`T = \lfloor 2^{64} e^{-\gamma} \rfloor` is computed once in exact
-integer arithmetic; a uniform 64-bit word ``W`` gives ``True`` if ``W < T`` and ``False`` if
-``W > T``; the fraction ``2**-64`` of ties is settled by extending that uniform with further words
-(:class:`~dpkit.random._arith.LazyUniform`).  One word per draw.
+*One gamma for all draws.*  :math:`T = \lfloor 2^{32} e^{-\gamma} \rfloor` is computed once in exact
+integer arithmetic; a uniform 32-bit word ``W`` gives ``True`` if ``W < T`` and ``False`` if
+``W > T``; the fraction ``2**-32`` of ties is settled by extending that uniform with further words
+(:class:`~dpkit.random._arith.LazyUniform`).  Half a 64-bit word per draw.
 
 *One gamma per draw* (CKS 2020, Algorithm 1, in lockstep).  Write
 :math:`\gamma = n/2 + r` with an integer :math:`n \ge 0` and :math:`r \in [0, 1]`.  Then
@@ -52,6 +52,7 @@ __all__ = ["bernoulli_exp"]
 _U = 2.0**-53
 _ULP32 = 2.0**-32
 _TINY = 2.0**-1000  # absolute slack: covers underflow, where relative error bounds fail
+_BLOCK = 1 << 16  # draws per vectorised block
 _GEOMETRIC_CAP = 2.0**52  # n above this: G >= n is decided by G < 2**52 (else exactly, in Python)
 
 ExactValue = Callable[[int], Fraction]
@@ -150,23 +151,23 @@ def bernoulli_exp_vector(
 
 
 @lru_cache(maxsize=256)
-def _threshold64(gamma: float) -> int:
-    """``floor(2**64 * exp(-gamma))`` for ``gamma > 0``, exactly."""
+def _threshold32(gamma: float) -> int:
+    """``floor(2**32 * exp(-gamma))`` for ``gamma > 0``, exactly."""
     g = Fraction(gamma)
-    return floor_scaled(lambda prec: exp_neg_enclosure(g, prec), 64)
+    return floor_scaled(lambda prec: exp_neg_enclosure(g, prec), 32)
 
 
 def _bernoulli_exp_scalar(gamma: float, n: int, rng: np.random.Generator) -> NDArray[np.bool_]:
     if gamma == 0:
         return np.ones(n, dtype=bool)
-    threshold = np.uint64(_threshold64(gamma))
-    words = rng.integers(0, 1 << 64, size=n, dtype=np.uint64)
-    out = words < threshold
-    ties = np.flatnonzero(words == threshold)
+    threshold = np.uint32(_threshold32(gamma))
+    words = rng.integers(0, 1 << 32, size=n, dtype=np.uint32)
+    out = words < threshold  # U < (W + 1) / 2**32 <= T / 2**32 <= exp(-gamma)
+    ties = np.flatnonzero(words == threshold)  # probability 2**-32 each: settle exactly
     if ties.size:
         g = Fraction(gamma)
         for i in ties:
-            out[i] = LazyUniform(int(words[i]), 64, rng).less_than(
+            out[i] = LazyUniform(int(words[i]), 32, rng).less_than(
                 lambda prec: exp_neg_enclosure(g, prec)
             )
     return out
@@ -211,8 +212,8 @@ def bernoulli_exp(
 
     Notes
     -----
-    A scalar ``gamma`` costs one 64-bit word per draw (comparison with
-    :math:`\lfloor 2^{64} e^{-\gamma}\rfloor`, computed exactly).  An array runs CKS Algorithm 1 in
+    A scalar ``gamma`` costs one 32-bit word per draw (comparison with
+    :math:`\lfloor 2^{32} e^{-\gamma}\rfloor`, computed exactly; ties settled exactly).  An array runs CKS Algorithm 1 in
     lockstep after splitting off :math:`e^{-n/2}` as a geometric tail event; see
     :mod:`dpkit.random._bernoulli`.
 
@@ -244,7 +245,7 @@ def bernoulli_exp(
             "gamma has integers beyond 2**53, too large to be represented exactly as float64; "
             "pass them as floats."
         )
-    values = array.astype(np.float64)
+    values = array.astype(np.float64, copy=False)
     if not (np.all(values >= 0) and np.all(np.isfinite(values))):
         bad = values[~((values >= 0) & np.isfinite(values))].ravel()[0]
         raise ValueError(f"gamma must be finite and >= 0 everywhere; got {bad}.")
@@ -255,8 +256,16 @@ def bernoulli_exp(
         raise ValueError(
             f"gamma of shape {values.shape} does not broadcast to size {target}."
         ) from None
-    out = bernoulli_exp_vector(
-        flat, np.zeros_like(flat), lambda i: Fraction(float(flat[i])), generator
-    )
+    out = np.empty(flat.size, dtype=bool)
+    zeros = np.zeros(min(flat.size, _BLOCK))  # the gammas are exact: no error to carry
+    for start in range(0, flat.size, _BLOCK):
+        block = flat[start : start + _BLOCK]
+
+        def exact(i: int, start: int = start) -> Fraction:
+            return Fraction(float(flat[start + i]))
+
+        out[start : start + block.size] = bernoulli_exp_vector(
+            block, zeros[: block.size], exact, generator
+        )
     shaped = out.reshape(target)
     return shaped[()] if shaped.ndim == 0 else shaped

@@ -25,10 +25,10 @@ Choice of cipher
 ----------------
 ``secure_rng()`` uses **ChaCha20** (20 rounds, the full-strength cipher of RFC 8439 and of the Linux
 and OpenBSD kernel generators) from randomgen.  It is constant-time in software on every CPU, takes
-a 256-bit key, and at about 45 M 64-bit words per second on the 2-core AMD EPYC where dpkit's
-benchmarks run it already lets the exact discrete Laplace sampler exceed 10 M draws per second
+a 256-bit key, and at 35-45 M 64-bit words per second on the 2-core AMD EPYC where dpkit's
+benchmarks run it already lets the exact discrete Laplace sampler exceed 30 M draws per second
 (``benchmarks/bench_sampling.py``).  ``cipher="aes128"`` selects randomgen's AES-128 counter mode,
-about 9x faster here (roughly 450 M words/s, like PCG64) but only where the CPU has AES-NI:
+about 10x faster here (up to ~480 M words/s, like PCG64) but only where the CPU has AES-NI:
 randomgen would otherwise fall back to table-based software AES, whose cache-timing side channel
 is exactly what a noise generator must not have, so that request is refused there.  AES-128-CTR
 is a sound generator too (it is NIST SP 800-90A's CTR_DRBG core); ChaCha20 is the default because
@@ -95,18 +95,32 @@ _LIVE: weakref.WeakSet[SecureGenerator] = weakref.WeakSet()
 class SecureGenerator(np.random.Generator):
     """A :class:`numpy.random.Generator` keyed from the operating system; see :func:`secure_rng`.
 
-    It cannot be pickled or copied, and it is re-keyed in a child process after ``os.fork``.
+    Every instance draws its own key from the operating system when it is made (there is no way
+    to give it a key or a seed), so :func:`is_insecure` can trust the class.  It cannot be pickled
+    or copied, :meth:`spawn` gives freshly keyed generators, and it is re-keyed in a child process
+    after ``os.fork``.
+
+    Parameters
+    ----------
+    cipher : {"chacha20", "aes128"}
+        See :func:`secure_rng`.
     """
 
-    def __init__(self, bit_generator: np.random.BitGenerator, cipher: str) -> None:
-        super().__init__(bit_generator)
-        self._cipher = cipher
+    def __init__(self, *, cipher: Cipher = "chacha20") -> None:
+        if cipher not in _CIPHERS:
+            raise ValueError(f"cipher must be one of {_CIPHERS}; got {cipher!r}.")
+        super().__init__(_new_bit_generator(cipher))
+        self._cipher: Cipher = cipher
         _LIVE.add(self)
 
     @property
-    def cipher(self) -> str:
+    def cipher(self) -> Cipher:
         """The stream cipher behind this generator: ``"chacha20"`` or ``"aes128"``."""
         return self._cipher
+
+    def spawn(self, n_children: int) -> list[SecureGenerator]:  # type: ignore[override]
+        """Return ``n_children`` new generators, each keyed afresh from the operating system."""
+        return [SecureGenerator(cipher=self._cipher) for _ in range(n_children)]
 
     def _rekey(self) -> None:
         # Copy the whole state of a freshly keyed bit generator (key, counter and output buffer).
@@ -133,7 +147,8 @@ def _rekey_after_fork() -> None:
         generator._rekey()
 
 
-os.register_at_fork(after_in_child=_rekey_after_fork)
+if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
+    os.register_at_fork(after_in_child=_rekey_after_fork)
 
 
 def secure_rng(*, cipher: Cipher = "chacha20") -> SecureGenerator:
@@ -172,9 +187,7 @@ def secure_rng(*, cipher: Cipher = "chacha20") -> SecureGenerator:
     >>> rng.integers(0, 10, size=3).shape
     (3,)
     """
-    if cipher not in _CIPHERS:
-        raise ValueError(f"cipher must be one of {_CIPHERS}; got {cipher!r}.")
-    return SecureGenerator(_new_bit_generator(cipher), cipher)
+    return SecureGenerator(cipher=cipher)
 
 
 _default_lock = threading.Lock()

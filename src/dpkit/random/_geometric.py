@@ -53,6 +53,7 @@ vectorises without per-round bookkeeping.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -277,6 +278,20 @@ def _counts(
     return out
 
 
+def _blockwise(
+    draws: Callable[[float, int, np.random.Generator], NDArray[np.int64]],
+    scale: float,
+    n: int,
+    rng: np.random.Generator,
+) -> NDArray[np.int64]:
+    """``draws(scale, n, rng)`` computed ``_BLOCK`` draws at a time (temporaries stay small)."""
+    out = np.empty(n, dtype=np.int64)
+    for start in range(0, n, _BLOCK):
+        m = min(_BLOCK, n - start)
+        out[start : start + m] = draws(scale, m, rng)
+    return out
+
+
 def _split(scale: float) -> int:
     """Low bits ``s`` split off when ``scale > 2**20``: ``scale / 2**s`` is in [2**20, 2**21)."""
     return math.frexp(scale)[1] - 1 - 20
@@ -328,6 +343,8 @@ def _geometric_draws(scale: float, n: int, rng: np.random.Generator) -> NDArray[
     """
     if scale <= _SPLIT_SCALE:
         return _counts(_thresholds(scale, False), n, rng, signed=False)
+    if n > _BLOCK:
+        return _blockwise(_geometric_draws, scale, n, rng)
     s = _split(scale)
     high = _counts(_thresholds(math.ldexp(scale, -s), False), n, rng, signed=False)
     if n and int(high.max()) >= 1 << (62 - s):
@@ -355,6 +372,8 @@ def _laplace_draws(scale: float, n: int, rng: np.random.Generator) -> NDArray[np
     """
     if scale <= _SPLIT_SCALE:
         return _counts(_thresholds(scale, True), n, rng, signed=True)
+    if n > _BLOCK:
+        return _blockwise(_laplace_draws, scale, n, rng)
     words = rng.integers(0, 1 << 32, size=n, dtype=np.uint32)
     u31 = words >> np.uint32(1)  # bit 0 is the sign, bits 1-31 the first 31 bits of U
     threshold = np.uint32(_nonzero_threshold(scale))
