@@ -16,7 +16,7 @@ from dpkit.distributions import DiscreteLaplace as _DLap
 from dpkit.divergences._closed import DiscreteGaussianShift
 from dpkit.guarantees import ApproxDP, PureDP, ZCDP
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, as_values, check_confidence
-from dpkit.mechanisms.gaussian import _bisect_sigma
+from dpkit.mechanisms.gaussian import _bisect_sigma, discrete_gaussian_half_width
 from dpkit.random import discrete_gaussian, discrete_laplace, is_insecure
 from dpkit.random import default_rng as _default_rng
 
@@ -165,6 +165,6 @@ class DiscreteGaussianMechanism(Mechanism):
         gen = _default_rng() if rng is None else rng
         noise = np.asarray(discrete_gaussian(self.sigma, size=arr.size, rng=gen), dtype=np.int64).reshape(arr.shape)
         out = (arr + noise).astype(np.float64)
-        q = float(_DGauss(0, self.sigma).quantile(0.5 + c / 2.0))
+        q = discrete_gaussian_half_width(self.sigma, c)
         return Release(values=out, scale=self.sigma, confidence=c, interval=(out - q, out + q),
                        guarantee=self.guarantee, mechanism=self.name, insecure=is_insecure(gen))

@@ -58,6 +58,18 @@ def analytic_gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float)
     return s * _bisect_sigma(lambda sig: gaussian_delta(1.0 / sig, eps) <= d, 1.0)
 
 
+def discrete_gaussian_half_width(sigma: float, confidence: float) -> float:
+    """Half-width (grid units) of a central interval holding N_Z(0, sigma^2) with prob >= confidence.
+
+    Exact quantile from the mass table up to sigma = 2e5; beyond, the sub-Gaussian tail bound
+    P(|X| >= x) <= 2 exp(-x^2 / (2 sigma^2)) (Canonne, Kamath, Steinke 2020, Cor 9), which is
+    conservative (the interval is wider than needed, never narrower).
+    """
+    if sigma <= 2e5:
+        return float(DiscreteGaussian(0, sigma).quantile(0.5 + confidence / 2.0))
+    return math.ceil(sigma * math.sqrt(2.0 * math.log(2.0 / (1.0 - confidence))))
+
+
 def _bisect_sigma(ok, guess: float) -> float:  # type: ignore[no-untyped-def]
     """Smallest sigma with ok(sigma) (ok monotone: False below, True above), upper end of the bracket."""
     lo, hi = guess, guess
@@ -141,7 +153,12 @@ class Gaussian(Mechanism):
                 target = (eps, dl)
         # grid: fine relative to both sigma and the sensitivity (rounding costs one grid unit of
         # sensitivity), but at most 2^15 units per sigma so the exact profile sums stay cheap
-        grid = power_of_two_at_most(max(min(sig, s2) / 2.0**granularity_bits, sig / 2.0**15))
+        # (for vectors the rounding adds sqrt(dimension) grid units of l2 sensitivity, and no exact
+        # profile sum is needed, so only the sensitivity per sqrt(dimension) sets the grid)
+        if dimension == 1:
+            grid = power_of_two_at_most(max(min(sig, s2) / 2.0**granularity_bits, sig / 2.0**15))
+        else:
+            grid = power_of_two_at_most(min(sig, s2 / math.sqrt(dimension)) / 2.0**granularity_bits)
         units = math.floor(s2 / grid) + (1 if dimension == 1 else 0)
         units_l2 = units if dimension == 1 else s2 / grid + math.sqrt(dimension)
         self._set("sensitivity", s2)
@@ -239,8 +256,7 @@ class Gaussian(Mechanism):
         base = snap(arr.reshape(-1), self.grid)
         noise = np.asarray(discrete_gaussian(self.grid_sigma, size=base.size, rng=gen), dtype=np.int64)
         out = unsnap(base + noise, self.grid).reshape(arr.shape)
-        q = float(DiscreteGaussian(0, self.grid_sigma).quantile(0.5 + c / 2.0))
-        half = (q + 0.5) * self.grid
+        half = (discrete_gaussian_half_width(self.grid_sigma, c) + 0.5) * self.grid
         return Release(values=out, scale=self.sigma, confidence=c, interval=(out - half, out + half),
                        guarantee=self.guarantee, mechanism=self.name, insecure=is_insecure(gen),
                        details={"grid": self.grid, "grid_sigma": self.grid_sigma, "grid_sensitivity": self.units})
