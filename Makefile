@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-stamp
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,secure]'
+	$(PY) -m pip install --quiet -e '.[test,plot]'
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dpkit.cli import divergence, release, verify
+from dpkit.cli import account, divergence, release, verify
 
 __all__ = ["main"]
 
@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     divergence.register(sub)
     verify.register(sub)
     release.register(sub)
+    account.register(sub)
     return parser
 
 
