@@ -2,7 +2,7 @@ r"""Randomness for dpkit: a secure default generator and exact, vectorised sampl
 
 What lives here
 ---------------
-* Generators (all :class:`numpy.random.Generator` instances):
+* Generators (all :class:`numpy.random.Generator` instances; ``Rng`` is that type, for annotations):
   :func:`secure_rng` (a new cryptographically secure generator keyed from the operating system),
   :func:`default_rng` (this process's shared secure generator, used by ``rng=None``),
   :func:`insecure_seeded` (a seeded :class:`InsecureGenerator`, for tests and reproducible examples
@@ -54,6 +54,7 @@ from dpkit.random._bernoulli import bernoulli_exp
 from dpkit.random._gaussian import discrete_gaussian
 from dpkit.random._generators import (
     InsecureGenerator,
+    Rng,
     SecureGenerator,
     default_rng,
     insecure_seeded,
@@ -64,6 +65,7 @@ from dpkit.random._geometric import discrete_laplace, geometric
 
 __all__ = [
     "InsecureGenerator",
+    "Rng",
     "SecureGenerator",
     "bernoulli_exp",
     "default_rng",

@@ -159,6 +159,7 @@ def _thresholds(scale: float, two_sided: bool) -> _Thresholds:
         for v in range(size):
             values[v] = _to_float(lo, hi, prec)
             lo, hi = (lo * base_lo) >> prec, _ceil_div(hi * base_hi, one)
+        values.flags.writeable = False  # shared through the cache
         levels.append(values)
     margin = (4 * n_levels + 8) * _U  # a multiple of 2**-52, so 1 - M and 1 + M are exact
     return _Thresholds(
