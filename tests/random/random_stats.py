@@ -1,16 +1,21 @@
 """Statistical helpers for the sampler tests: exact CDFs and a chi-square goodness-of-fit test.
 
-Every test that uses :func:`chi2_gof` runs at significance level ``ALPHA = 1e-6`` (the probability
-that a correct sampler fails it for a random seed); the suite has fewer than 40 such tests, so its
-false-failure rate is below 4e-5, and with the fixed seeds used the outcome is deterministic.
-Critical values come from ``scipy.stats`` at run time.
+Every statistical test in tests/random (:func:`chi2_gof` and :func:`binomial_ok`) runs at
+significance level ``ALPHA = 1e-6``, the probability that a correct sampler fails it for a random
+seed; there are fewer than 100 of them, so the suite's false-failure rate is below 1e-4, and with
+the fixed seeds used the outcome is deterministic.  Critical values and p-values come from
+``scipy.stats`` at run time.
 
 Binning: ``bins`` cells whose edges are the integers where the exact CDF crosses ``j / bins``
 (duplicates merged, so a law with few atoms gets one cell per atom), with the two tails merged
-into the end cells; a cell with expected count below 5 is merged into its smaller neighbour.  32 cells give
-power above 0.98 against a 1% error in scale at n = 2*10^6 for the discrete Laplace law, and
-above 0.99 at n = 10^6 for the discrete Gaussian (computed with ``scipy.stats.ncx2``; the tests'
-power checks confirm it on fixed seeds).
+into the end cells; a cell with expected count below 5 is merged into its smaller neighbour.
+
+Power against a 1% error in scale (or sigma), 32 cells, alpha = 1e-6, from the noncentral
+chi-square (``scipy.stats.ncx2``, noncentrality ``n * sum((p - p')**2 / p)``): discrete Laplace
+0.98 at n = 10^6 for scales >= 31 (0.9998 and more below), so its power tests use n = 2*10^6,
+where it exceeds 1 - 1e-6; discrete Gaussian above 1 - 1e-6 at n = 10^6 for sigma in
+[0.5, 1234.5]; geometric (scale 7) above 1 - 1e-6 at n = 2*10^6.  The tests' power checks confirm
+these on fixed seeds.
 """
 
 from __future__ import annotations
