@@ -222,7 +222,8 @@ def main() -> None:
         f"Bar: >= 10 M discrete Laplace draws/s with the secure default generator (OpenDP: ~44 k/s). "
         f"Measured: {_fmt_rate(dlap)} (scale=1, ChaCha20).",
         "",
-        f"n = {n:,} draws per call; median of {args.repeats} runs after a warm-up; one subprocess per row.",
+        f"n = {n:,} draws per call; median of {args.repeats} runs after a warm-up; "
+        + ("one subprocess per row." if H is not None else "in-process (benchmarks/_harness.py absent)."),
         "",
     ]
     if H is not None:
