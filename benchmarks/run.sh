@@ -41,7 +41,10 @@ if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ] || [ -n "${BENCH_REINSTA
         # one pip call per peer, so one failure does not stop the others; a peer may pull its own
         # numpy/scipy pins, so dpkit's requirements are re-stated in the same call
         echo "== installing peer $peer"
-        if timeout 900 "$PY" -m pip install --quiet "$peer" "numpy>=1.26" "scipy>=1.11" \
+        extra=""
+        # diffprivlib 0.6.x imports a name that scikit-learn 1.6 removed
+        [ "$peer" = diffprivlib ] && extra="scikit-learn<1.6"
+        if timeout 900 "$PY" -m pip install --quiet "$peer" $extra "numpy>=1.26" "scipy>=1.11" \
                 > "$VENV/pip-$peer.log" 2>&1; then
             echo "$peer" >> "$VENV/peers-installed.txt"
         else
