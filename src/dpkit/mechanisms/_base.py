@@ -32,7 +32,7 @@ from dpkit.divergences import approx_max_divergence, hockey_stick, max_divergenc
 from dpkit.errors import UnsupportedError
 from dpkit.guarantees import ApproxDP, PrivacyProfile, PureDP, RenyiDP, WassersteinDP, ZCDP
 
-__all__ = ["DominatingPair", "Mechanism", "Release"]
+__all__ = ["DominatingPair", "Mechanism", "Release", "SymmetricInterval"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,6 +54,36 @@ class DominatingPair:
         return ((self.P, self.Q), (self.Q, self.P))
 
 
+class SymmetricInterval:
+    """``(values - half_width, values + half_width)``, computed when read.
+
+    Behaves like a two-item tuple (``lo, hi = release.interval``; ``release.interval[0]``) without
+    allocating two more arrays per release: for 10^7 values that is 160 MB saved on the hot path.
+    """
+
+    __slots__ = ("values", "half_width")
+
+    def __init__(self, values: NDArray[np.float64], half_width: float) -> None:
+        self.values, self.half_width = values, half_width
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, i: int) -> NDArray[np.float64]:
+        if i in (0, -2):
+            return self.values - self.half_width
+        if i in (1, -1):
+            return self.values + self.half_width
+        raise IndexError("an interval has two ends")
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        yield self[0]
+        yield self[1]
+
+    def __repr__(self) -> str:
+        return f"SymmetricInterval(values ± {self.half_width:g})"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Release:
     """What a mechanism returns: noisy values with their noise scale, an interval and the guarantee.
@@ -66,7 +96,7 @@ class Release:
     values: NDArray[np.float64]
     scale: float
     confidence: float
-    interval: tuple[NDArray[np.float64], NDArray[np.float64]]
+    interval: tuple[NDArray[np.float64], NDArray[np.float64]] | SymmetricInterval
     guarantee: Any
     mechanism: str
     insecure: bool = False
@@ -175,7 +205,9 @@ def as_values(value: ArrayLike) -> NDArray[np.float64]:
         raise TypeError(f"values to release must be numbers; got {type(value).__name__}.") from None
     if arr.size == 0:
         raise ValueError("nothing to release: the value array is empty.")
-    if not np.all(np.isfinite(arr)):
+    with np.errstate(all="ignore"):
+        total = float(np.add.reduce(arr, axis=None))  # NaN or +-inf anywhere makes it non-finite
+    if not math.isfinite(total) and not np.isfinite(arr).all():
         bad = np.flatnonzero(~np.isfinite(arr.reshape(-1)))[0]
         raise ValueError(
             f"values to release must be finite; entry {bad} is {arr.reshape(-1)[bad]}. NaN and infinities are "

@@ -30,13 +30,24 @@ def power_of_two_at_most(x: float) -> float:
 def snap(values: NDArray[np.float64], grid: float) -> NDArray[np.int64]:
     """round(values / grid) as int64, refusing values too large for an exact grid representation."""
     scaled = values / grid  # exact: grid is a power of two
-    if np.any(np.abs(scaled) >= LIMIT / 4):
+    if max(-float(scaled.min()), float(scaled.max())) >= LIMIT / 4:
         big = float(np.max(np.abs(values)))
         raise ValueError(
             f"a value of magnitude {big:g} is too large for this mechanism's grid ({grid:g}): the snapped integer "
             "would exceed 2^50. Clamp the data to a sensible range, or use a larger sensitivity/noise scale."
         )
-    return np.rint(scaled).astype(np.int64)
+    np.rint(scaled, out=scaled)
+    return scaled.astype(np.int64)
+
+
+def add_noise_and_unsnap(base: NDArray[np.int64], noise: NDArray[np.int64], grid: float) -> NDArray[np.float64]:
+    """(base + noise) * grid as exact doubles, in place where possible (one new array)."""
+    base += noise
+    if max(-int(base.min()), int(base.max())) >= LIMIT:  # pragma: no cover - prevented by snap and noise bounds
+        raise ValueError("released integer exceeds 2^52; the grid cannot represent it exactly.")
+    out = base.astype(np.float64)
+    out *= grid
+    return out
 
 
 def unsnap(integers: NDArray[np.int64], grid: float) -> NDArray[np.float64]:

@@ -15,7 +15,7 @@ from dpkit.distributions import DiscreteGaussian as _DGauss
 from dpkit.distributions import DiscreteLaplace as _DLap
 from dpkit.divergences._closed import DiscreteGaussianShift
 from dpkit.guarantees import ApproxDP, PureDP, ZCDP
-from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, as_values, check_confidence
+from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, SymmetricInterval, as_values, check_confidence
 from dpkit.mechanisms.gaussian import _bisect_sigma, discrete_gaussian_half_width
 from dpkit.random import discrete_gaussian, discrete_laplace, is_insecure
 from dpkit.random import default_rng as _default_rng
@@ -91,7 +91,7 @@ class Geometric(Mechanism):
         noise = np.asarray(discrete_laplace(self.scale, size=arr.size, rng=gen), dtype=np.int64).reshape(arr.shape)
         out = (arr + noise).astype(np.float64)
         q = float(_DLap(0, self.scale).quantile(0.5 + c / 2.0))
-        return Release(values=out, scale=self.scale, confidence=c, interval=(out - q, out + q),
+        return Release(values=out, scale=self.scale, confidence=c, interval=SymmetricInterval(out, q),
                        guarantee=self.guarantee, mechanism=self.name, insecure=is_insecure(gen))
 
 
@@ -166,5 +166,5 @@ class DiscreteGaussianMechanism(Mechanism):
         noise = np.asarray(discrete_gaussian(self.sigma, size=arr.size, rng=gen), dtype=np.int64).reshape(arr.shape)
         out = (arr + noise).astype(np.float64)
         q = discrete_gaussian_half_width(self.sigma, c)
-        return Release(values=out, scale=self.sigma, confidence=c, interval=(out - q, out + q),
+        return Release(values=out, scale=self.sigma, confidence=c, interval=SymmetricInterval(out, q),
                        guarantee=self.guarantee, mechanism=self.name, insecure=is_insecure(gen))

@@ -14,8 +14,8 @@ from dpkit.divergences._closed import DiscreteGaussianShift, gaussian_delta
 from dpkit.errors import UnsupportedError
 from dpkit.guarantees import ApproxDP, PrivacyProfile, ZCDP
 from dpkit.guarantees.conversions import zcdp_to_approx_dp, zcdp_to_profile
-from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, as_values, check_confidence
-from dpkit.mechanisms._grid import power_of_two_at_most, snap, unsnap
+from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, SymmetricInterval, as_values, check_confidence
+from dpkit.mechanisms._grid import add_noise_and_unsnap, power_of_two_at_most, snap
 from dpkit.random import discrete_gaussian, is_insecure
 from dpkit.random import default_rng as _default_rng
 
@@ -255,8 +255,9 @@ class Gaussian(Mechanism):
         gen = _default_rng() if rng is None else rng
         base = snap(arr.reshape(-1), self.grid)
         noise = np.asarray(discrete_gaussian(self.grid_sigma, size=base.size, rng=gen), dtype=np.int64)
-        out = unsnap(base + noise, self.grid).reshape(arr.shape)
+        out = add_noise_and_unsnap(base, noise, self.grid).reshape(arr.shape)
+        del noise
         half = (discrete_gaussian_half_width(self.grid_sigma, c) + 0.5) * self.grid
-        return Release(values=out, scale=self.sigma, confidence=c, interval=(out - half, out + half),
+        return Release(values=out, scale=self.sigma, confidence=c, interval=SymmetricInterval(out, half),
                        guarantee=self.guarantee, mechanism=self.name, insecure=is_insecure(gen),
                        details={"grid": self.grid, "grid_sigma": self.grid_sigma, "grid_sensitivity": self.units})

@@ -11,8 +11,8 @@ from dpkit._math import Estimate, check_epsilon, check_positive
 from dpkit.distributions import DiscreteLaplace
 from dpkit.guarantees import ApproxDP, PrivacyProfile, PureDP, ZCDP
 from dpkit.guarantees.conversions import pure_to_profile
-from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, as_values, check_confidence
-from dpkit.mechanisms._grid import power_of_two_at_most, snap, unsnap
+from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, SymmetricInterval, as_values, check_confidence
+from dpkit.mechanisms._grid import add_noise_and_unsnap, power_of_two_at_most, snap
 from dpkit.random import discrete_laplace, is_insecure
 from dpkit.random import default_rng as _default_rng
 
@@ -151,9 +151,10 @@ class Laplace(Mechanism):
         gen = _default_rng() if rng is None else rng
         base = snap(arr.reshape(-1), self.grid)
         noise = np.asarray(discrete_laplace(self.grid_scale, size=base.size, rng=gen), dtype=np.int64)
-        out = unsnap(base + noise, self.grid).reshape(arr.shape)
+        out = add_noise_and_unsnap(base, noise, self.grid).reshape(arr.shape)
+        del noise
         q = float(DiscreteLaplace(0, self.grid_scale).quantile(0.5 + c / 2.0))
         half = (q + 0.5) * self.grid  # noise quantile plus the rounding of the input
-        return Release(values=out, scale=self.scale, confidence=c, interval=(out - half, out + half),
+        return Release(values=out, scale=self.scale, confidence=c, interval=SymmetricInterval(out, half),
                        guarantee=self.guarantee, mechanism=self.name, insecure=is_insecure(gen),
                        details={"grid": self.grid, "grid_scale": self.grid_scale, "grid_sensitivity": self.units})

@@ -31,10 +31,12 @@ benchmarks run it already lets the exact discrete Laplace sampler exceed 30 M dr
 about 10x faster here (up to ~480 M words/s, like PCG64) but only where the CPU has AES-NI:
 randomgen would otherwise fall back to table-based software AES, whose cache-timing side channel
 is exactly what a noise generator must not have, so that request is refused there.  AES-128-CTR
-is a sound generator too (it is NIST SP 800-90A's CTR_DRBG core); ChaCha20 is the default because
-its security does not depend on the hardware it happens to run on.
+is a sound generator too (it is NIST SP 800-90A's CTR_DRBG core).  :func:`secure_rng` defaults to
+ChaCha20, whose security does not depend on the hardware; the process-wide :func:`default_rng`
+that releases use takes AES-128-CTR where the CPU has AES-NI (constant-time in hardware, and the
+mechanisms' throughput bar needs its speed) and ChaCha20 everywhere else.
 
-randomgen is an optional dependency of dpkit (``pip install dpkit[secure]``); without it
+randomgen is a dependency of dpkit; if it is missing
 :func:`secure_rng` raises :class:`ModuleNotFoundError` with that instruction rather than falling
 back to an insecure generator.
 """
@@ -73,7 +75,7 @@ def _randomgen() -> Any:
     except ModuleNotFoundError as exc:  # pragma: no cover - the test environment has randomgen
         raise ModuleNotFoundError(
             "dpkit's secure generator needs the 'randomgen' package (ChaCha20 / AES bit "
-            "generators); install it with `pip install dpkit[secure]` or `pip install randomgen`."
+            "generators); install it with `pip install randomgen` (a dependency of dpkit)."
         ) from exc
 
 
@@ -174,7 +176,7 @@ def secure_rng(*, cipher: Cipher = "chacha20") -> SecureGenerator:
     ValueError
         For an unknown ``cipher``, or ``"aes128"`` on a CPU without AES-NI.
     ModuleNotFoundError
-        If randomgen is not installed (``pip install dpkit[secure]``).
+        If randomgen is not installed (``pip install randomgen``).
 
     Notes
     -----
@@ -198,8 +200,19 @@ _default_lock = threading.Lock()
 _default: tuple[int, SecureGenerator] | None = None
 
 
+def preferred_cipher() -> Cipher:
+    """``"aes128"`` where randomgen can use AES-NI (hardware, constant time), else ``"chacha20"``."""
+    try:
+        return "aes128" if getattr(_randomgen().AESCounter(), "use_aesni", False) else "chacha20"
+    except Exception:  # pragma: no cover - randomgen missing: secure_rng reports it
+        return "chacha20"
+
+
 def default_rng() -> SecureGenerator:
-    """Return this process's shared secure generator (ChaCha20), creating it on first use.
+    """Return this process's shared secure generator, creating it on first use.
+
+    AES-128-CTR where the CPU has AES-NI, ChaCha20 elsewhere (:func:`preferred_cipher`; the module
+    docstring explains both).
 
     Samplers and mechanisms use it when called with ``rng=None``.  It is created under a lock, is
     specific to the process (a forked child gets its own, never its parent's), and is never seeded
@@ -222,7 +235,7 @@ def default_rng() -> SecureGenerator:
     with _default_lock:
         cached = _default
         if cached is None or cached[0] != pid:
-            cached = (pid, secure_rng())
+            cached = (pid, secure_rng(cipher=preferred_cipher()))
             _default = cached
         return cached[1]
 
