@@ -1,0 +1,107 @@
+"""Shared helpers of the composition modules: the ``(guarantee, count)`` list and input checks.
+
+Every public composition function takes a sequence whose items are either a guarantee or a pair
+``(guarantee, count)`` meaning ``count`` copies of it. :func:`expand` validates the list once,
+at the boundary, and returns ``(guarantee, count)`` pairs, so that each composer applies the
+repeat count in exactly one place (dp_accounting's RDP path forgets it for the exponential
+mechanism: ten repeats come out as one).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable
+from typing import TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpkit._math import check_delta
+from dpkit.errors import UnsupportedError
+from dpkit.guarantees import WassersteinDP
+
+G = TypeVar("G")
+
+_WASSERSTEIN_ONLY = (
+    "WassersteinDP bounds a transport distance, not a privacy loss; it composes only with other "
+    "WassersteinDP values, through compose_wasserstein."
+)
+
+
+def check_count(name: str, value: object) -> int:
+    """Return ``value`` as an int if it is an integer >= 1, else raise.
+
+    ``bool`` and non-numbers raise ``TypeError``; NaN, infinities, non-integral and integral-valued
+    floats (``2.0``) and integers < 1 raise ``ValueError`` ("k must be an integer >= 1; got 1.5.").
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be an integer >= 1; got {type(value).__name__} {value!r}.")
+    if not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer >= 1; got {value!r}.")
+    count = int(value)
+    if count < 1:
+        raise ValueError(f"{name} must be an integer >= 1; got {count}.")
+    return count
+
+
+def expand(
+    guarantees: object, allowed: tuple[type, ...], function: str, *, advice: str = ""
+) -> list[tuple[object, int]]:
+    """Validate ``guarantees`` (items ``g`` or ``(g, count)``) and return ``(g, count)`` pairs.
+
+    Raises ``TypeError`` for a non-sequence, a malformed item or a guarantee of another type
+    (with ``advice``), ``UnsupportedError`` for a ``WassersteinDP`` where it is not allowed, and
+    ``ValueError`` for an empty list or a bad count.
+    """
+    if isinstance(guarantees, (str, bytes)) or not isinstance(guarantees, Iterable):
+        raise TypeError(
+            f"{function} takes a list of guarantees or (guarantee, count) pairs; got "
+            f"{type(guarantees).__name__}."
+        )
+    items = list(guarantees)
+    if not items:
+        raise ValueError(f"{function} needs at least one guarantee; got an empty list.")
+    names = "/".join(t.__name__ for t in allowed)
+    out: list[tuple[object, int]] = []
+    for position, item in enumerate(items):
+        if isinstance(item, tuple):
+            if len(item) != 2:
+                raise TypeError(
+                    f"item {position} of {function}'s list must be a guarantee or a "
+                    f"(guarantee, count) pair; got a tuple of length {len(item)}."
+                )
+            g, count = item[0], check_count("count", item[1])
+        else:
+            g, count = item, 1
+        if isinstance(g, WassersteinDP) and WassersteinDP not in allowed:
+            raise UnsupportedError(_WASSERSTEIN_ONLY)
+        if not isinstance(g, allowed):
+            raise TypeError(
+                f"{function} composes {names}; item {position} is {type(g).__name__}."
+                + (f" {advice}" if advice else "")
+            )
+        out.append((g, count))
+    return out
+
+
+def counted_sum(values: Iterable[tuple[float, int]]) -> float:
+    """Return ``sum(count * value)`` with one rounding per product and an exact-rounded sum.
+
+    ``[(x, k)]`` and ``[(x, 1)] * k`` give the same float: both are the rounding of ``k * x``.
+    """
+    return math.fsum(count * value for value, count in values)
+
+
+def log1mexp_array(d: NDArray[np.float64]) -> NDArray[np.float64]:
+    r"""Return :math:`\ln(1 - e^{-d})` elementwise for ``d > 0`` (Maechler 2012, eq. 7)."""
+    out = np.empty_like(d)
+    small = d <= math.log(2.0)
+    out[small] = np.log(-np.expm1(-d[small]))
+    out[~small] = np.log1p(-np.exp(-d[~small]))
+    return out
+
+
+def check_open_probability(name: str, value: object) -> float:
+    """A probability strictly inside (0, 1), NaN-safe."""
+    return check_delta(value, name, open_interval=True)
