@@ -93,7 +93,7 @@ class Release:
     test generator: such a release is not private.
     """
 
-    values: NDArray[np.float64]
+    values: NDArray[np.float64] | NDArray[np.int64]  # noisy values, or chosen indices/categories
     scale: float
     confidence: float
     interval: tuple[NDArray[np.float64], NDArray[np.float64]] | SymmetricInterval
