@@ -82,3 +82,20 @@ def test_release_bad_input(capsys):
     assert "delta" in capsys.readouterr().err
     assert main(["release", "laplace", "--epsilon", "1", "--sensitivity", "1", "nan"]) == 2
     assert "never noised" in capsys.readouterr().err
+
+
+def test_account_gaussian_prints_every_method_and_the_exact_value(capsys):
+    assert main(["account", "gaussian", "--sigma", "2", "--compositions", "20", "--delta", "1e-5"]) == 0
+    out = capsys.readouterr().out
+    assert "RDP" in out and "PLD" in out and "exact" in out and "interval" in out
+
+
+def test_account_laplace_plot_and_file(tmp_path, capsys):
+    png = tmp_path / "eps.png"
+    assert main(["account", "laplace", "--scale", "2", "--compositions", "4", "--delta", "1e-5", "--plot", str(png)]) == 0
+    assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+    mech = tmp_path / "mechs.csv"
+    mech.write_text("family,parameter,count\ngaussian,3,5\nlaplace,4,2\n")
+    assert main(["account", "file", str(mech), "--delta", "1e-6"]) == 0
+    assert "PLD" in capsys.readouterr().out
+    assert main(["account", "gaussian", "--sigma", "1", "--delta", "2"]) == 2

@@ -9,7 +9,8 @@ import pytest
 
 import dpkit
 
-MODULES = ["dpkit", "dpkit.distributions", "dpkit.divergences", "dpkit.guarantees"]
+MODULES = ["dpkit", "dpkit.distributions", "dpkit.divergences", "dpkit.guarantees", "dpkit.mechanisms",
+           "dpkit.accounting", "dpkit.random", "dpkit.verify"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -11,6 +11,7 @@ mechanisms), :mod:`dpkit.random` (the secure generator and exact samplers).
 """
 
 from dpkit._math import Estimate
+from dpkit.accounting import Accountant
 from dpkit.distributions import Bernoulli, DiscreteGaussian, DiscreteLaplace, Finite, Gaussian, Laplace
 from dpkit.divergences import (
     approx_max_divergence,
@@ -31,6 +32,7 @@ from dpkit.guarantees import ApproxDP, GaussianDP, PrivacyProfile, PureDP, Renyi
 __version__ = "0.1.0"
 
 __all__ = [
+    "Accountant",
     "ApproxDP",
     "Bernoulli",
     "BudgetExceededError",

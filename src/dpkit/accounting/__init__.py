@@ -1,10 +1,55 @@
-"""Privacy accounting: composition theorems and privacy loss distributions.
+"""Privacy accounting: composition theorems, privacy loss distributions and the Accountant.
 
+* :mod:`dpkit.accounting.composition`: the composition theorems of the seeds and the literature
+  (basic, parallel, advanced, optimal, RDP, zCDP, GDP, Wasserstein), each citing its source.
 * :mod:`dpkit.accounting.pld`: discretised privacy loss distributions (pessimistic connect-the-dots
   and optimistic rounding), FFT composition, epsilon/delta intervals that contain the exact value.
-* :mod:`dpkit.accounting.composition`: the composition theorems of the seeds and the literature.
+* :mod:`dpkit.accounting.accountant`: a privacy filter that refuses a spend before it would exceed
+  the budget, and reports every method side by side.
 """
 
+from dpkit.accounting.accountant import Accountant, MethodReport, Spend
+from dpkit.accounting.composition import (
+    COMPOSERS,
+    PaperValue,
+    advanced_per_step_epsilon,
+    compose_advanced,
+    compose_basic,
+    compose_gdp,
+    compose_guarantees,
+    compose_kov_bound,
+    compose_optimal,
+    compose_optimal_heterogeneous,
+    compose_parallel,
+    compose_rdp,
+    compose_wasserstein,
+    compose_zcdp,
+    wdp_paper_value,
+)
 from dpkit.accounting.pld import PLD, Interval, delta_interval, epsilon_interval, pld_from_pair
 
-__all__ = ["Interval", "PLD", "delta_interval", "epsilon_interval", "pld_from_pair"]
+__all__ = [
+    "Accountant",
+    "COMPOSERS",
+    "Interval",
+    "MethodReport",
+    "PLD",
+    "PaperValue",
+    "Spend",
+    "advanced_per_step_epsilon",
+    "compose_advanced",
+    "compose_basic",
+    "compose_gdp",
+    "compose_guarantees",
+    "compose_kov_bound",
+    "compose_optimal",
+    "compose_optimal_heterogeneous",
+    "compose_parallel",
+    "compose_rdp",
+    "compose_wasserstein",
+    "compose_zcdp",
+    "delta_interval",
+    "epsilon_interval",
+    "pld_from_pair",
+    "wdp_paper_value",
+]

@@ -89,7 +89,7 @@ def methods(items, delta: float) -> list[list[str]]:  # type: ignore[no-untyped-
     from dpkit.distributions import Gaussian, Laplace
     from dpkit.divergences._closed import gaussian_delta
     from dpkit.guarantees import ZCDP
-    from dpkit.guarantees.conversions import rdp_to_approx_dp, zcdp_to_approx_dp, zcdp_to_rdp
+    from dpkit.guarantees.conversions import rdp_to_approx_dp, to_zcdp, zcdp_to_approx_dp, zcdp_to_rdp
 
     gs = _guarantees(items)
     k_total = sum(c for *_, c in gs)
@@ -110,7 +110,7 @@ def methods(items, delta: float) -> list[list[str]]:  # type: ignore[no-untyped-
     rows.append(["RDP (CKS conversion)", fmt_number(float(rdp_to_approx_dp(compose_rdp(curves), delta=delta).epsilon)),
                  "upper bound"])
     if not pure:
-        rho = sum(float(g.rho) * c for g, _, c in gs)
+        rho = sum(float(to_zcdp(g).rho) * c for g, _, c in gs)  # Laplace: tight eps tanh(eps/2)
         rows.append(["zCDP (CKS Cor 13)", fmt_number(float(zcdp_to_approx_dp(ZCDP(rho), delta=delta).epsilon)), "upper bound"])
     # PLD: pessimistic (connect the dots) and optimistic, per mechanism then convolved
     grid = min(1e-2, max(1e-4, 1e-4 * math.sqrt(k_total)))

@@ -1,0 +1,126 @@
+"""The Accountant: refuses before overspending, leaves state unchanged, enforces adaptivity."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy.optimize import brentq
+
+from dpkit.accounting.accountant import Accountant
+from dpkit.divergences._closed import gaussian_delta
+from dpkit.errors import BudgetExceededError, UnsupportedError
+from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP, RenyiDP, WassersteinDP
+from dpkit.mechanisms import Gaussian, Laplace
+
+
+def snapshot(acc: Accountant):
+    return (acc.spends, str(acc.remaining()))
+
+
+def test_pure_budget_refuses_and_is_unchanged():
+    acc = Accountant(PureDP(1.0))
+    acc.spend(Laplace(sensitivity=1.0, epsilon=0.25), count=2)
+    before = snapshot(acc)
+    with pytest.raises(BudgetExceededError, match="Nothing was spent"):
+        acc.spend(Laplace(sensitivity=1.0, epsilon=0.25), count=3)
+    assert snapshot(acc) == before
+    acc.spend(PureDP(0.5))
+    assert float(acc.remaining().epsilon) == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(BudgetExceededError):
+        acc.spend(PureDP(1e-9))
+    assert len(acc.spends) == 2
+
+
+def test_count_multiplies_for_every_family():
+    """dp_accounting's RDP path forgets the repeat count of the exponential mechanism; here count
+    is one mechanism for every budget type."""
+    for budget, item in [(PureDP(1.0), PureDP(0.1)), (ZCDP(1.0), ZCDP(0.1)),
+                         (RenyiDP(orders=[2.0, 8.0], epsilons=[1.0, 1.0]), PureDP(0.1))]:
+        one = Accountant(budget)
+        one.spend(item, count=10)
+        many = Accountant(budget)
+        for _ in range(10):
+            many.spend(item)
+        assert str(one.remaining()) == str(many.remaining())
+        with pytest.raises(BudgetExceededError):
+            one.spend(item, count=1 if isinstance(budget, ZCDP) else 100)
+
+
+def test_approx_budget_adaptive_uses_basic_only():
+    acc = Accountant(ApproxDP(epsilon=3.0, delta=1e-5))
+    g = Gaussian(sensitivity=1.0, epsilon=0.5, delta=1e-6)
+    for _ in range(6):
+        acc.spend(g)
+    with pytest.raises(BudgetExceededError, match="basic composition"):
+        acc.spend(g)
+    with pytest.raises(UnsupportedError, match="adaptively"):
+        acc.epsilon(1e-5, method="pld")
+    assert float(acc.epsilon(1e-5)) <= 3.0
+
+
+def test_non_adaptive_uses_the_tightest_and_lets_more_through():
+    g = Gaussian(sensitivity=1.0, sigma=5.0)
+    acc = Accountant(ApproxDP(epsilon=2.0, delta=1e-5), adaptive=False)
+    spent = 0
+    while True:
+        try:
+            acc.spend(g, count=5)
+        except BudgetExceededError:
+            break
+        spent += 5
+    # exact: spent Gaussians of sigma 5 compose to mu = sqrt(spent)/5; its epsilon at 1e-5 must be <= 2
+    mu = math.sqrt(spent) / 5.0
+    exact = brentq(lambda e: gaussian_delta(mu, e) - 1e-5, 0, 100)
+    assert exact <= 2.0
+    mu_next = math.sqrt(spent + 5) / 5.0
+    assert brentq(lambda e: gaussian_delta(mu_next, e) - 1e-5, 0, 100) > 2.0 - 0.01
+    rows = {r.method: r for r in acc.report(1e-5)}
+    assert rows["pld"].epsilon <= rows["rdp"].epsilon
+    assert math.isnan(rows["basic"].epsilon)  # a sigma-built Gaussian states zCDP, not (epsilon, delta)
+    assert not rows["pld"].valid_adaptively and rows["basic"].valid_adaptively
+    assert float(acc.epsilon(1e-5, method="pld")) >= exact  # an upper bound
+
+
+def test_methods_are_ordered_for_identical_pure_spends():
+    acc = Accountant(ApproxDP(epsilon=100.0, delta=1e-3), adaptive=False)
+    acc.spend(PureDP(0.1), count=100)
+    rows = {r.method: r.epsilon for r in acc.report(1e-6)}
+    assert rows["basic"] == pytest.approx(10.0)
+    assert rows["optimal"] <= rows["advanced"] <= rows["basic"]
+    assert rows["optimal"] == pytest.approx(4.7746, abs=1e-4)  # Kairouz-Oh-Viswanath, THEORY-NOTES §1.3
+
+
+def test_zcdp_budget_and_conversions():
+    acc = Accountant(ZCDP(0.5))
+    acc.spend(GaussianDP(0.5))  # rho = mu^2 / 2 = 0.125
+    acc.spend(Laplace(sensitivity=1.0, epsilon=0.5))  # rho = 0.5 tanh(0.25)
+    left = float(acc.remaining().rho)
+    assert left == pytest.approx(0.5 - 0.125 - 0.5 * math.tanh(0.25), rel=1e-9)
+
+
+def test_wasserstein_is_never_spent():
+    acc = Accountant(PureDP(1.0))
+    with pytest.raises(UnsupportedError, match="transport distance"):
+        acc.spend(WassersteinDP(p=1.0, epsilon=0.1))
+    assert acc.spends == ()
+    with pytest.raises(UnsupportedError):
+        Accountant(WassersteinDP(p=1.0, epsilon=1.0))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_bad_count(bad):
+    acc = Accountant(PureDP(1.0))
+    with pytest.raises(ValueError, match="count"):
+        acc.spend(PureDP(0.1), count=bad)
+    assert acc.spends == ()
+
+
+def test_bad_budget_and_delta():
+    with pytest.raises(TypeError):
+        Accountant(1.0)  # type: ignore[arg-type]
+    acc = Accountant(PureDP(1.0))
+    acc.spend(PureDP(0.5))
+    for bad in (0.0, 1.0, math.nan):
+        with pytest.raises(ValueError, match="delta"):
+            acc.epsilon(bad)
