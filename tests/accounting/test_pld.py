@@ -99,3 +99,65 @@ def test_interval_type():
     with pytest.raises(ValueError):
         Interval(2.0, 1.0)
     assert 1.5 in Interval(1.0, 2.0)
+
+
+def _mixture_hockey_mpmath(q, sigma, eps, direction):
+    import mpmath as mp
+
+    mp.mp.dps = 40
+    s = mp.mpf(sigma)
+    phi = lambda x, m: mp.exp(-((x - m) ** 2) / (2 * s * s)) / (s * mp.sqrt(2 * mp.pi))  # noqa: E731
+    mix = lambda x: q * phi(x, 1) + (1 - q) * phi(x, 0)  # noqa: E731
+    if direction == "remove":
+        f = lambda x: max(mix(x) - mp.exp(eps) * phi(x, 0), 0)  # noqa: E731
+    else:
+        f = lambda x: max(phi(x, 0) - mp.exp(eps) * mix(x), 0)  # noqa: E731
+    pts = [-40, -10, -3, -1, 0, 0.5, 1, 2, 3, 5, 10, 40]
+    # the kink of (.)_+ where the two densities cross, so quadrature keeps its digits
+    ratio = (mp.exp(eps) - 1 + q) / q if direction == "remove" else (mp.exp(-eps) - 1 + q) / q
+    if ratio > 0:
+        pts = sorted(pts + [s * s * mp.log(ratio) + mp.mpf(1) / 2])
+    return mp.quad(f, pts, maxdegree=12)
+
+
+@pytest.mark.parametrize("direction", ["remove", "add"])
+@pytest.mark.parametrize("eps", [0.05, 0.3])
+def test_poisson_subsampled_gaussian_single_step_brackets_quadrature(direction, eps):
+    from dpkit.accounting.pld import pld_poisson_subsampled
+
+    exact = float(_mixture_hockey_mpmath(0.1, 1.0, eps, direction))
+    hi = pld_poisson_subsampled(Gaussian(0, 1), Gaussian(1, 1), sampling_rate=0.1, direction=direction, grid=1e-4)
+    lo = pld_poisson_subsampled(Gaussian(0, 1), Gaussian(1, 1), sampling_rate=0.1, direction=direction, grid=1e-4,
+                                pessimistic=False)
+    assert lo.delta(eps) - 1e-12 <= exact <= hi.delta(eps) + 1e-12
+    assert hi.delta(eps) - exact <= 1e-6
+
+
+@pytest.mark.parametrize("alpha", [2, 3, 5])
+def test_subsampled_gaussian_rdp_integer_orders_mtz(alpha):
+    """Mironov, Talwar, Zhang 2019 (arXiv 1908.10530), integer-order closed form, against mpmath
+    quadrature of D_alpha(q N(1, s^2) + (1-q) N(0, s^2) || N(0, s^2))."""
+    import mpmath as mp
+
+    q, s = 0.05, 1.3
+    mtz = mp.log(mp.fsum(mp.binomial(alpha, j) * (1 - q) ** (alpha - j) * q**j * mp.exp((j * j - j) / (2 * s * s))
+                         for j in range(alpha + 1))) / (alpha - 1)
+    sm = mp.mpf(s)
+    phi = lambda x, m: mp.exp(-((x - m) ** 2) / (2 * sm * sm)) / (sm * mp.sqrt(2 * mp.pi))  # noqa: E731
+    integral = mp.quad(lambda x: (q * phi(x, 1) + (1 - q) * phi(x, 0)) ** alpha * phi(x, 0) ** (1 - alpha), [-mp.inf, 0, 1, mp.inf])
+    assert float(mtz) == pytest.approx(float(mp.log(integral) / (alpha - 1)), rel=1e-12)
+
+
+def test_subsampled_pld_is_below_rdp_and_interval_is_ordered():
+    from dpkit.accounting.pld import subsampled_epsilon_interval
+    import mpmath as mp
+
+    q, s, k, delta = 0.01, 1.0, 100, 1e-5
+    iv = subsampled_epsilon_interval(Gaussian(0, s), Gaussian(1, s), sampling_rate=q, k=k, delta=delta)
+    # RDP upper bound (MTZ integer orders, Mironov conversion): the PLD upper end must not exceed it
+    best = math.inf
+    for a in range(2, 64):
+        e_a = k * float(mp.log(mp.fsum(mp.binomial(a, j) * (1 - q) ** (a - j) * q**j * mp.exp((j * j - j) / (2 * s * s))
+                                      for j in range(a + 1))) / (a - 1))
+        best = min(best, e_a + math.log(1 / delta) / (a - 1))
+    assert iv.lower <= iv.upper <= best

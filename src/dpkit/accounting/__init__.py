@@ -26,7 +26,15 @@ from dpkit.accounting.composition import (
     compose_zcdp,
     wdp_paper_value,
 )
-from dpkit.accounting.pld import PLD, Interval, delta_interval, epsilon_interval, pld_from_pair
+from dpkit.accounting.pld import (
+    PLD,
+    Interval,
+    delta_interval,
+    epsilon_interval,
+    pld_from_pair,
+    pld_poisson_subsampled,
+    subsampled_epsilon_interval,
+)
 
 __all__ = [
     "Accountant",
@@ -51,5 +59,7 @@ __all__ = [
     "delta_interval",
     "epsilon_interval",
     "pld_from_pair",
+    "pld_poisson_subsampled",
+    "subsampled_epsilon_interval",
     "wdp_paper_value",
 ]
