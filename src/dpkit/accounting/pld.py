@@ -462,7 +462,7 @@ def pld_poisson_subsampled(P: Distribution, Q: Distribution, *, sampling_rate: f
     --------
     >>> from dpkit.distributions import Gaussian
     >>> pld = pld_poisson_subsampled(Gaussian(0, 1), Gaussian(1, 1), sampling_rate=0.01, direction="remove")
-    >>> 0 < pld.epsilon(1e-5) < 0.1
+    >>> 0.19 < pld.epsilon(1e-5) < 0.2
     True
     """
     q = check_positive("sampling_rate", sampling_rate)
