@@ -18,6 +18,7 @@ Sources (each re-derived and checked against mpmath at 50 digits in ``tests/dive
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -423,15 +424,20 @@ class DiscreteGaussianShift(Evaluator):
         """Exact Newton inversion on the pair's atoms (all integers within 39 sigma of both centres)."""
         if self.d == 0:
             return _exact(math.log1p(-delta) if delta < 1 else -math.inf, self.method)
-        reach = int(math.ceil(39.0 * self.sigma)) + 2 + self.d
-        if 2 * reach > 20_000_000:
+        if 2 * (int(math.ceil(39.0 * self.sigma)) + 2 + self.d) > 20_000_000:
             return super().approx_max_divergence(delta)
-        k = np.arange(-reach, reach + 1, dtype=np.float64)
-        logp = -(k * k) / (2.0 * self.sigma**2) - self.log_norm
-        loss = (self.d**2 - 2.0 * self.d * k) / (2.0 * self.sigma**2)
-        arrays = _finite.FiniteArrays(np.exp(logp), np.exp(logp - loss), logp, logp - loss)
-        value = _finite.approx_max_divergence(arrays, delta)
+        value = _finite.approx_max_divergence(_dg_atoms(self.d, self.sigma, self.log_norm), delta)
         return Estimate(float(value), kind="exact", method=self.method + " (exact atoms)")
+
+
+@functools.lru_cache(maxsize=64)
+def _dg_atoms(d: int, sigma: float, log_norm: float) -> _finite.FiniteArrays:
+    """The discrete Gaussian shift pair's atoms (all integers within 39 sigma), cached: read-only use."""
+    reach = int(math.ceil(39.0 * sigma)) + 2 + d
+    k = np.arange(-reach, reach + 1, dtype=np.float64)
+    logp = -(k * k) / (2.0 * sigma**2) - log_norm
+    loss = (d**2 - 2.0 * d * k) / (2.0 * sigma**2)
+    return _finite.FiniteArrays(np.exp(logp), np.exp(logp - loss), logp, logp - loss)
 
 
 def _log_tanh_half(t: float) -> float:

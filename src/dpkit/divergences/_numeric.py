@@ -190,13 +190,22 @@ def finite_wasserstein(P: Finite, Q: Finite, order: float) -> Estimate:
     levels = np.concatenate([cp, cq])
     order_idx = np.argsort(levels, kind="stable")
     merged = levels[order_idx]
+    del levels
     from_p = order_idx < cp.size
-    ip = np.cumsum(from_p) - from_p
-    iq = np.arange(merged.size) - ip  # levels of Q strictly before position j
+    del order_idx
+    ip = np.cumsum(from_p)
+    ip -= from_p  # levels of P strictly before position j
+    iq = np.arange(merged.size)
+    iq -= ip  # levels of Q strictly before position j
     widths = np.diff(merged, prepend=0.0)
+    del merged, from_p
     np.minimum(ip, xp.size - 1, out=ip)
     np.minimum(iq, xq.size - 1, out=iq)
-    gaps = np.abs(xp[ip] - xq[iq])
+    gaps = xp[ip]
+    del ip
+    gaps -= xq[iq]
+    del iq
+    np.abs(gaps, out=gaps)
     if order == 2.0:
         gaps *= gaps
     elif order != 1.0:
