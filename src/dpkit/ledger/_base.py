@@ -1,0 +1,252 @@
+r"""The ledger seam: a two-phase (reserve, then commit or abort) record of privacy spends.
+
+Contract
+--------
+A :class:`Ledger` records every release and its cost *before* the result is returned:
+
+1. ``reserve(guarantee, count=...)`` checks, against the budget stored in the ledger and every
+   spend already ``reserved`` or ``committed``, that the new spend fits, using the composition
+   rules of :class:`dpkit.accounting.Accountant` in adaptive (privacy-filter) mode.  If it does
+   not fit it raises :class:`~dpkit.errors.BudgetExceededError` and writes **nothing**; if it fits
+   it durably writes a ``reserved`` row and returns a :class:`Reservation`.  Check and write are one
+   atomic step, so two writers sharing a ledger cannot together exceed the budget.
+2. The caller computes and adds noise, then calls ``commit(reservation)`` *before* returning the
+   noisy value, or ``abort(reservation)`` if it failed before any noisy value existed.
+3. A reservation that is never committed nor aborted (the process died) **still counts as spent**:
+   the noisy value may have been seen.  Nothing drops it silently; an operator who knows no value
+   left the process may abort it explicitly (see ``reserved_but_uncommitted``).
+
+``rollup()`` summarises the ledger (:class:`Rollup`).  The record format of a guarantee is
+:func:`guarantee_to_record` / :func:`guarantee_from_record`: a type name and a JSON object of
+parameters whose floats are written with ``repr`` (the shortest string that reads back to the same
+double), so numbers round-trip exactly; ``inf`` is written ``"inf"``.
+
+Storable spends: ``PureDP``, ``ApproxDP``, ``ZCDP``, ``GaussianDP`` and ``RenyiDP`` given at finitely
+many orders.  ``WassersteinDP`` is refused (:class:`~dpkit.errors.UnsupportedError`): it bounds a
+transport distance, not privacy loss.  Budgets: ``PureDP``, ``ApproxDP``, ``ZCDP`` or a finite
+``RenyiDP``, as for the Accountant.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from dpkit.errors import DpkitError, UnsupportedError
+from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP, RenyiDP, WassersteinDP
+
+__all__ = [
+    "Budget",
+    "Guarantee",
+    "Ledger",
+    "LedgerEntry",
+    "LedgerError",
+    "Reservation",
+    "Rollup",
+    "guarantee_from_record",
+    "guarantee_to_record",
+]
+
+Guarantee = PureDP | ApproxDP | ZCDP | GaussianDP | RenyiDP
+Budget = PureDP | ApproxDP | ZCDP | RenyiDP
+
+STATES = ("reserved", "committed", "aborted")
+
+
+class LedgerError(DpkitError):
+    """A ledger file that cannot be used as asked: not a dpkit ledger, corrupted, or a wrong transition."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reservation:
+    """A spend written as ``reserved``: the handle passed to ``commit`` or ``abort``.
+
+    Parameters
+    ----------
+    id : int
+        Row id in the ledger.
+    ledger_id : str
+        Identity of the ledger that issued it (a random id made when the file was created).
+    guarantee : PureDP, ApproxDP, ZCDP, GaussianDP or RenyiDP
+    count : int, >= 1
+    label : str
+    """
+
+    id: int
+    ledger_id: str
+    guarantee: Guarantee
+    count: int
+    label: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LedgerEntry:
+    """One row of the ledger's history (times are UTC ISO 8601 strings)."""
+
+    id: int
+    ledger_id: str
+    created_at: str
+    updated_at: str
+    label: str
+    guarantee: Guarantee
+    count: int
+    state: str
+    owner: str
+    metadata: dict[str, Any] | None = field(default=None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rollup:
+    """What a ledger holds: budget, composed spend, remainder and row counts by state.
+
+    ``spent`` and ``remaining`` count ``reserved`` rows as spent (see the module docstring).
+    """
+
+    budget: Budget
+    spent: Budget
+    remaining: Budget
+    committed: int
+    reserved: int
+    aborted: int
+
+
+@runtime_checkable
+class Ledger(Protocol):
+    """A durable two-phase record of spends (see the module docstring for the contract)."""
+
+    def reserve(
+        self,
+        guarantee: Guarantee,
+        *,
+        count: int = 1,
+        label: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Reservation: ...
+
+    def commit(self, reservation: Reservation) -> None: ...
+
+    def abort(self, reservation: Reservation) -> None: ...
+
+    def rollup(self) -> Rollup: ...
+
+
+# ---- the record format ----------------------------------------------------------------------------
+def _num(x: object) -> str:
+    return repr(float(x))  # type: ignore[arg-type]  # shortest round-trip repr; "inf" for infinity
+
+
+def guarantee_to_record(guarantee: object) -> tuple[str, str]:
+    """Serialise a guarantee to ``(type name, JSON parameters)``, exactly.
+
+    Parameters
+    ----------
+    guarantee : PureDP, ApproxDP, ZCDP, GaussianDP or RenyiDP (at finitely many orders)
+
+    Returns
+    -------
+    tuple of str
+        The type name and a canonical JSON object (sorted keys) of ``repr``-written floats.
+
+    Raises
+    ------
+    UnsupportedError
+        For ``WassersteinDP`` (not a DP budget) or a ``RenyiDP`` given by a callable curve.
+    TypeError
+        For anything that is not a guarantee.
+
+    Examples
+    --------
+    >>> guarantee_to_record(ApproxDP(epsilon=0.1, delta=1e-6))
+    ('ApproxDP', '{"delta": "1e-06", "epsilon": "0.1"}')
+    """
+    if isinstance(guarantee, WassersteinDP):
+        raise UnsupportedError(
+            "WassersteinDP bounds a transport distance, not privacy loss; it cannot be recorded as a "
+            "spend or a budget. Record the mechanism's PureDP, ApproxDP, ZCDP or GaussianDP guarantee."
+        )
+    params: dict[str, Any]
+    if isinstance(guarantee, PureDP):
+        params = {"epsilon": _num(guarantee.epsilon)}
+    elif isinstance(guarantee, ApproxDP):
+        params = {"epsilon": _num(guarantee.epsilon), "delta": _num(guarantee.delta)}
+    elif isinstance(guarantee, ZCDP):
+        params = {"rho": _num(guarantee.rho)}
+    elif isinstance(guarantee, GaussianDP):
+        params = {"mu": _num(guarantee.mu)}
+    elif isinstance(guarantee, RenyiDP):
+        if guarantee.orders is None:
+            raise UnsupportedError(
+                "a RenyiDP given by a callable curve cannot be stored; give it at finitely many orders "
+                "(RenyiDP(orders=..., epsilons=...))."
+            )
+        params = {
+            "orders": [_num(a) for a in guarantee.orders],  # type: ignore[union-attr]
+            "epsilons": [_num(e) for e in guarantee.epsilons],  # type: ignore[union-attr]
+        }
+    else:
+        raise TypeError(
+            "expected a guarantee (PureDP, ApproxDP, ZCDP, GaussianDP or finite RenyiDP); got "
+            f"{type(guarantee).__name__}. For a mechanism, pass mechanism.guarantee."
+        )
+    return type(guarantee).__name__, json.dumps(params, sort_keys=True)
+
+
+def _float(text: object) -> float:
+    if not isinstance(text, str):
+        raise ValueError(f"expected a number written as a string; got {text!r}.")
+    value = float(text)
+    if math.isnan(value):
+        raise ValueError("NaN is not a valid privacy parameter.")
+    return value
+
+
+def guarantee_from_record(type_name: str, params_json: str) -> Guarantee:
+    """Rebuild a guarantee written by :func:`guarantee_to_record`.
+
+    Parameters
+    ----------
+    type_name : str
+        One of ``PureDP``, ``ApproxDP``, ``ZCDP``, ``GaussianDP``, ``RenyiDP``.
+    params_json : str
+        The JSON parameters.
+
+    Returns
+    -------
+    guarantee
+        Equal, number for number, to the one written.
+
+    Raises
+    ------
+    LedgerError
+        For an unknown type name or parameters that are not valid JSON or not a valid guarantee.
+
+    Examples
+    --------
+    >>> print(guarantee_from_record(*guarantee_to_record(ZCDP(0.1))))
+    0.1-zCDP
+    """
+    try:
+        p = json.loads(params_json)
+        if not isinstance(p, dict):
+            raise ValueError("parameters must be a JSON object")
+        if type_name == "PureDP":
+            return PureDP(_float(p["epsilon"]))
+        if type_name == "ApproxDP":
+            return ApproxDP(epsilon=_float(p["epsilon"]), delta=_float(p["delta"]))
+        if type_name == "ZCDP":
+            return ZCDP(_float(p["rho"]))
+        if type_name == "GaussianDP":
+            return GaussianDP(_float(p["mu"]))
+        if type_name == "RenyiDP":
+            return RenyiDP(orders=[_float(a) for a in p["orders"]], epsilons=[_float(e) for e in p["epsilons"]])
+    except (ValueError, TypeError, KeyError) as exc:
+        raise LedgerError(
+            f"a {type_name} record has invalid parameters {params_json!r} ({exc}); the ledger file is "
+            "corrupted or was edited by hand."
+        ) from None
+    raise LedgerError(
+        f"unknown guarantee type {type_name!r} in the ledger; it was written by another program or a "
+        "newer dpkit. Known types: PureDP, ApproxDP, ZCDP, GaussianDP, RenyiDP."
+    )

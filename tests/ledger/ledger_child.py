@@ -1,0 +1,83 @@
+"""A child process for the ledger's multi-process tests (run as a script, never imported by a test).
+
+Usage: ``python ledger_child.py MODE PATH [ARGS...]``; it prints one line per event, flushed, so the
+parent can follow it (and kill it at a chosen point).
+
+* ``race PATH N EPSILON START_AT``: wait until time.time() >= START_AT, then try N times to reserve
+  and commit PureDP(EPSILON); print ``ok ID`` or ``refused`` for each attempt.
+* ``stop PATH STAGE EPSILON``: open, print ``opened``; then reserve (print ``reserved ID``) and commit
+  (print ``committed ID``), blocking for ever right after STAGE (``opened``, ``reserved`` or
+  ``committed``) so that the parent can SIGKILL it exactly there.
+* ``loop PATH EPSILON``: print ``ready``, then reserve and commit PureDP(EPSILON) until refused,
+  printing events, until killed (the parent kills it at a random time).
+* ``exit PATH EPSILON``: reserve and commit once, print ``committed ID``, then ``os._exit(0)``
+  without closing the connection.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+
+def main(argv: list[str]) -> None:
+    from dpkit.errors import BudgetExceededError
+    from dpkit.guarantees import PureDP
+    from dpkit.ledger import SQLiteLedger
+
+    mode, path = argv[0], argv[1]
+    ledger = SQLiteLedger(path)  # the parent created it with its budget
+
+    def say(text: str) -> None:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+
+    if mode == "race":
+        n, epsilon, start_at = int(argv[2]), float(argv[3]), float(argv[4])
+        while time.time() < start_at:
+            time.sleep(0.001)
+        for _ in range(n):
+            try:
+                r = ledger.reserve(PureDP(epsilon), label=f"pid {os.getpid()}")
+            except BudgetExceededError:
+                say("refused")
+                continue
+            ledger.commit(r)
+            say(f"ok {r.id}")
+    elif mode == "stop":
+        stage, epsilon = argv[2], float(argv[3])
+        say("opened")
+        if stage == "opened":
+            time.sleep(3600)
+        r = ledger.reserve(PureDP(epsilon))
+        say(f"reserved {r.id}")
+        if stage == "reserved":
+            time.sleep(3600)
+        ledger.commit(r)
+        say(f"committed {r.id}")
+        time.sleep(3600)
+    elif mode == "loop":
+        epsilon = float(argv[2])
+        say("ready")
+        while True:
+            try:
+                r = ledger.reserve(PureDP(epsilon))
+            except BudgetExceededError:
+                say("refused")
+                time.sleep(3600)
+            say(f"reserved {r.id}")
+            ledger.commit(r)
+            say(f"committed {r.id}")
+    elif mode == "exit":
+        epsilon = float(argv[2])
+        r = ledger.reserve(PureDP(epsilon))
+        ledger.commit(r)
+        say(f"committed {r.id}")
+        os._exit(0)  # no close, no atexit, no flush of Python objects
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

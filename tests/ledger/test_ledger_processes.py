@@ -1,0 +1,181 @@
+"""SQLiteLedger across real processes: concurrent writers, SIGKILL at chosen and random points,
+abrupt exit without closing.
+
+The children are ``ledger_child.py`` run with this interpreter (``subprocess``); nothing is mocked.
+Numbers are dyadic (0.5 = 32 x 2**-6) so totals are exact in binary floating point.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dpkit.errors import BudgetExceededError
+from dpkit.guarantees import PureDP
+from dpkit.ledger import SQLiteLedger
+
+CHILD = str(Path(__file__).with_name("ledger_child.py"))
+pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _start(*args: object) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, CHILD, *map(str, args)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+    )
+
+
+def _read_until(proc: subprocess.Popen[str], prefix: str, timeout: float = 60.0) -> list[str]:
+    """Lines the child printed up to and including the first starting with ``prefix``."""
+    assert proc.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            raise AssertionError(f"child ended before {prefix!r}: {lines}, stderr {proc.stderr.read()!r}")  # type: ignore[union-attr]
+        lines.append(line.strip())
+        if line.startswith(prefix):
+            return lines
+    raise AssertionError(f"child did not print {prefix!r} in {timeout} s")
+
+
+def _kill(proc: subprocess.Popen[str]) -> list[str]:
+    """SIGKILL the child; return what it printed that was not read yet."""
+    proc.send_signal(signal.SIGKILL)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    return out.split()
+
+
+def _integrity_ok(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        conn.close()
+
+
+def _states(path: Path) -> dict[int, str]:
+    with SQLiteLedger(path) as ledger:
+        return {e.id: e.state for e in ledger.history()}
+
+
+def test_concurrent_processes_cannot_exceed_the_budget(tmp_path: Path) -> None:
+    """Six processes race 12 spends each of 2**-6 against PureDP(0.5), which admits exactly 32."""
+    path = tmp_path / "budget.db"
+    SQLiteLedger(path, budget=PureDP(0.5)).close()
+    start_at = time.time() + 3.0  # every child is importing by then; they start together
+    procs = [_start("race", path, 12, 2.0**-6, start_at) for _ in range(6)]
+    outputs = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        outputs.append(out.splitlines())
+    lines = [line for out in outputs for line in out]
+    ok = [int(line.split()[1]) for line in lines if line.startswith("ok")]
+    assert len(lines) == 72
+    assert len(ok) == 32 and len(set(ok)) == 32
+    assert lines.count("refused") == 40
+    _integrity_ok(path)
+    with SQLiteLedger(path) as ledger:
+        history = ledger.history()
+        assert sorted(e.id for e in history if e.state == "committed") == sorted(ok)
+        assert len(history) == 32  # a refusal writes no row
+        assert ledger.spent() == PureDP(0.5) and ledger.remaining() == PureDP(0.0)
+        with pytest.raises(BudgetExceededError):
+            ledger.reserve(PureDP(2.0**-6))
+        assert len({e.owner for e in history}) >= 2  # the processes really interleaved
+
+
+@pytest.mark.parametrize("stage", ["opened", "reserved", "committed"])
+def test_sigkill_at_each_stage(tmp_path: Path, stage: str) -> None:
+    path = tmp_path / "budget.db"
+    SQLiteLedger(path, budget=PureDP(1.0)).close()
+    proc = _start("stop", path, stage, 0.25)
+    lines = _read_until(proc, stage)
+    _kill(proc)
+    _integrity_ok(path)
+    with SQLiteLedger(path) as ledger:
+        history = ledger.history()
+        if stage == "opened":  # killed before reserve: nothing written, nothing spent
+            assert history == () and ledger.remaining() == PureDP(1.0)
+            return
+        (entry,) = history
+        assert lines[-1] == f"{stage} {entry.id}"
+        assert entry.state == stage  # a reported reservation or commit survived the kill
+        assert ledger.spent() == PureDP(0.25)  # a killed-after-reserve spend still counts
+        assert ledger.reserved_but_uncommitted() == (() if stage == "committed" else (entry,))
+
+
+def test_sigkill_at_random_points_never_overspends(tmp_path: Path) -> None:
+    """Children reserving and committing in a loop are killed after seeded random delays.
+
+    Whatever the point (mid-transaction included), the file stays intact, every reservation or
+    commit a child reported is in the file in at least that state, every reserved row counts, and
+    the total never exceeds the budget.  Each round has a fresh ledger admitting exactly 64
+    spends, so the kill lands while the child is still spending; a second child then spends
+    the rest, and exactly the budget is used.
+    """
+    epsilon, budget = 2.0**-6, PureDP(1.0)  # admits exactly 64
+    rng = random.Random(20261122)
+    for round_ in range(6):
+        path = tmp_path / f"budget{round_}.db"
+        SQLiteLedger(path, budget=budget).close()
+        proc = _start("loop", path, epsilon)
+        _read_until(proc, "ready")
+        time.sleep(rng.uniform(0.0, 0.04))
+        reported: dict[int, str] = {}
+        for kind, id_ in _pairs(_kill(proc)):
+            reported[id_] = "committed" if "committed" in (kind, reported.get(id_)) else kind
+        _integrity_ok(path)
+        states = _states(path)
+        for id_, kind in reported.items():
+            assert states[id_] in (("reserved", "committed") if kind == "reserved" else ("committed",))
+        live = sum(1 for s in states.values() if s in ("reserved", "committed"))
+        with SQLiteLedger(path) as ledger:
+            assert ledger.spent() == PureDP(live * epsilon)  # reserved rows count
+            assert live <= 64
+            while True:  # the ledger still works, and admits exactly what is left
+                try:
+                    ledger.commit(ledger.reserve(PureDP(epsilon)))
+                except BudgetExceededError:
+                    break
+            assert ledger.spent() == budget
+            assert len(ledger.reserved_but_uncommitted()) == sum(1 for s in states.values() if s == "reserved")
+
+
+def _pairs(words: list[str]) -> list[tuple[str, int]]:
+    """('reserved', 7) pairs from a child's printed words."""
+    out = []
+    for kind, value in zip(words, words[1:]):
+        if kind in ("reserved", "committed") and value.isdigit():
+            out.append((kind, int(value)))
+    return out
+
+
+def test_committed_spend_survives_abrupt_exit(tmp_path: Path) -> None:
+    path = tmp_path / "budget.db"
+    SQLiteLedger(path, budget=PureDP(1.0)).close()
+    proc = _start("exit", path, 0.5)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    with SQLiteLedger(path) as ledger:
+        (entry,) = ledger.history()
+    assert out.strip() == f"committed {entry.id}" and entry.state == "committed"
+    _integrity_ok(path)
