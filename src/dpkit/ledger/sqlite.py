@@ -46,7 +46,7 @@ from datetime import datetime, timezone
 from typing import Any, Self
 
 from dpkit.accounting import Accountant, compose_basic, compose_rdp, compose_zcdp
-from dpkit.errors import BudgetExceededError
+from dpkit.errors import BudgetExceededError, UnsupportedError
 from dpkit.guarantees import ZCDP, ApproxDP, PureDP, RenyiDP
 from dpkit.guarantees.conversions import to_rdp, to_zcdp
 from dpkit.ledger._base import (
@@ -272,7 +272,8 @@ class SQLiteLedger:
                     [("ledger_id", uuid.uuid4().hex), ("created_at", _now()), ("schema_version", str(SCHEMA_VERSION))],
                 )
             else:
-                self._refuse_alien(conn)
+                self._refuse_alien(conn)  # raises: neither ours nor empty
+                raise AssertionError("unreachable")
             row = conn.execute("SELECT value FROM meta WHERE key = 'ledger_id'").fetchone()
             if row is None:
                 raise LedgerError(f"{self._path!r} is a dpkit ledger without a ledger id; it is corrupted.")
@@ -354,41 +355,44 @@ class SQLiteLedger:
         return out
 
     def _accountant(self, live: list[tuple[Guarantee, int, str, tuple[str, str]]]) -> tuple[Accountant, bool]:
-        """Replay ``live`` into a fresh adaptive Accountant; True if the record already exceeds the budget.
+        """A fresh adaptive Accountant over the budget holding the record's total; True if that is over.
 
-        Identical guarantees are grouped into one spend with the summed count (every adaptive
-        filter rule is a sum, so order and grouping do not change the total)."""
-        groups: dict[tuple[str, str], list[Any]] = {}
-        for guarantee, count, label, key in live:
-            if key in groups:
-                groups[key][1] += count
-            else:
-                groups[key] = [guarantee, count, label]
+        Every adaptive filter rule is a sum (of epsilons and deltas, of rho, per order), so spending
+        the composed total (:meth:`_spent`, the same composition functions) once decides exactly as
+        replaying each row would, in one pass over the record instead of one per row."""
         accountant = Accountant(self._budget, adaptive=True)
-        for guarantee, count, label in groups.values():
+        if live:
             try:
-                accountant.spend(guarantee, count=count, label=label)
+                accountant.spend(self._spent(live), label=f"{len(live)} recorded spends")
             except BudgetExceededError:
                 return accountant, True
         return accountant, False
 
     def _spent(self, live: list[tuple[Guarantee, int, str, tuple[str, str]]]) -> Budget:
+        """Compose the record in the budget's family (the Accountant's adaptive rules)."""
         b = self._budget
         if not live:
             return _zero_like(b)
-        if isinstance(b, PureDP):
-            pure = [(g if isinstance(g, PureDP) else PureDP(g.epsilon), c) for g, c, _, _ in live]  # type: ignore[union-attr]
-            return compose_basic(pure)  # type: ignore[return-value]
-        if isinstance(b, ApproxDP):
-            total = compose_basic([(g, c) for g, c, _, _ in live])
-            if isinstance(total, PureDP):
-                return ApproxDP(epsilon=total.epsilon, delta=0.0)
-            return total
-        if isinstance(b, ZCDP):
-            return compose_zcdp([(to_zcdp(g), c) for g, c, _, _ in live])
-        curve = compose_rdp([(to_rdp(g), c) for g, c, _, _ in live])
-        orders = list(b.orders)  # type: ignore[arg-type]
-        return RenyiDP(orders=orders, epsilons=[float(curve.epsilon(a)) for a in orders])
+        try:
+            if isinstance(b, (PureDP, ApproxDP)):
+                for g, _, _, _ in live:
+                    if not isinstance(g, (PureDP, ApproxDP)) or (isinstance(b, PureDP) and isinstance(g, ApproxDP)
+                                                                  and float(g.delta) != 0.0):
+                        raise TypeError(f"{g} cannot be composed into a {type(b).__name__} budget")
+                total = compose_basic([(g, c) for g, c, _, _ in live])  # Dwork & Roth Thm 3.16
+                if isinstance(b, PureDP):
+                    return PureDP(total.epsilon)
+                return total if isinstance(total, ApproxDP) else ApproxDP(epsilon=total.epsilon, delta=0.0)
+            if isinstance(b, ZCDP):
+                return compose_zcdp([(to_zcdp(g), c) for g, c, _, _ in live])  # Bun & Steinke Lemma 2.3
+            curve = compose_rdp([(to_rdp(g), c) for g, c, _, _ in live])  # Mironov Prop 1
+            orders = list(b.orders)  # type: ignore[arg-type]
+            return RenyiDP(orders=orders, epsilons=[float(curve.epsilon(a)) for a in orders])
+        except (TypeError, ValueError, UnsupportedError) as exc:
+            raise LedgerError(
+                f"the ledger {self._path!r} records a spend that its budget {b} cannot compose ({exc}); the "
+                "file was edited by hand or is corrupted."
+            ) from None
 
     def _remaining(self, live: list[tuple[Guarantee, int, str, tuple[str, str]]]) -> Budget:
         accountant, over = self._accountant(live)
