@@ -1,10 +1,12 @@
-"""Discrete Gaussian sampler: goodness of fit, power, the rigour of the float64 error bound, errors.
+"""Discrete Gaussian sampler: goodness of fit, power, rigour of the tables and float certificates,
+the exact tail and fallback paths, errors.
 
 Statistical tests run at ALPHA = 1e-6 (see random_stats.py) with fixed insecure_seeded seeds.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 
@@ -12,14 +14,22 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from random_stats import chi2_gof, gaussian_cdf
+from random_stats import binomial_ok, chi2_gof, gaussian_cdf
 
 from dpkit.random import discrete_gaussian, insecure_seeded
-from dpkit.random._gaussian import _gamma_estimate
+from dpkit.random._arith import exp_neg_enclosure
+from dpkit.random._gaussian import (
+    _Bins,
+    _binned_draws,
+    _bins,
+    _exact_bin_accept,
+    _first_tier,
+    _second_tier,
+)
 
 N = 10**6
-# Covers t = floor(sigma) + 1 = 1 (sigma < 1), the 31-bit proposal path (t <= 32), the 53-bit path.
-SIGMAS = [0.25, 0.5, 1.0, math.sqrt(2.0), 3.3, 27.1, 100.0, 1234.5]
+# Bins of width 1 (sigma < 512), 4 (sigma = 1234.5) and 2**8 (sigma = 7.3e4).
+SIGMAS = [0.25, 0.5, 1.0, math.sqrt(2.0), 3.3, 27.1, 100.0, 1234.5, 7.3e4]
 
 
 def _support(sigma: float) -> tuple[float, float]:
@@ -58,21 +68,106 @@ def test_reproducible_and_shaped() -> None:
     assert discrete_gaussian(5.0, 7).shape == (7,)  # default secure generator
 
 
+def _f_enclosure(sigma: float, k: int, prec: int = 200) -> tuple[Fraction, Fraction]:
+    """Independent enclosure of f(k) = exp(-k^2 / (2 sigma^2))."""
+    lo, hi = exp_neg_enclosure(Fraction(k * k) / (2 * Fraction(sigma) ** 2), prec)
+    return Fraction(lo, 1 << prec), Fraction(hi, 1 << prec)
+
+
+def _bin_magnitude(tab: _Bins, j: int) -> int:
+    """Smallest |k| in bin j (positive bins first, then negative ones)."""
+    return (j % tab.nb) * (1 << tab.b) + (j >= tab.nb)
+
+
+@settings(max_examples=40, deadline=None)
+@given(sigma=st.floats(min_value=2.0**-40, max_value=2.0**40), data=st.data())
+def test_tables_are_rigorous(sigma: float, data: st.DataObject) -> None:
+    """W_j >= S f_j, acc_lo <= 2**32 rho_j <= acc_hi, tail weights dominate, alias law = W."""
+    tab = _bins(sigma)
+    w = 1 << tab.b
+    assert sum(tab.weights) == 1 << 32 and min(tab.weights) >= 0
+    k = 1 << tab.k_bits
+    implied = [0] * k
+    for c in range(k):
+        implied[c] += int(tab.thr[c])
+        implied[int(tab.alias[c])] += (1 << tab.v_bits) - int(tab.thr[c])
+    assert implied[: len(tab.weights)] == list(tab.weights) and not any(implied[len(tab.weights) :])
+    picks = {0, tab.nb - 1, tab.nb, 2 * tab.nb - 1}
+    picks |= set(data.draw(st.lists(st.integers(0, 2 * tab.nb - 1), max_size=8)))
+    for j in picks:
+        lo, hi = _f_enclosure(sigma, _bin_magnitude(tab, j))
+        wj = tab.weights[j]
+        assert tab.scale * hi <= wj  # rho_j <= 1: the envelope dominates
+        assert Fraction(float(tab.acc_lo[j])) <= (1 << 32) * tab.scale * lo / wj
+        assert Fraction(float(tab.acc_hi[j])) >= (1 << 32) * tab.scale * hi / wj
+    one = 1 << 200
+    q_lo, q_hi = exp_neg_enclosure(1 / Fraction(tab.tail_scale), 200)
+    assert Fraction(tab.tail_scale) >= Fraction(sigma) ** 2 / tab.tail_start
+    for side in (0, 1):
+        _, hi = _f_enclosure(sigma, tab.tail_start + side)
+        assert tab.weights[2 * tab.nb + side] * w * Fraction(one - q_hi, one) >= tab.scale * hi
+    if tab.b:
+        delta_max = Fraction(w * (2 * tab.tail_start + w)) / (2 * Fraction(sigma) ** 2)
+        assert delta_max <= Fraction(1, 4)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     sigma=st.floats(min_value=2.0**-40, max_value=2.0**40),
-    y=st.integers(min_value=0, max_value=2**52 - 1),
+    data=st.data(),
 )
-def test_gamma_error_bound_is_rigorous(sigma: float, y: int) -> None:
-    """|gamma_hat - gamma| <= g_err exactly, gamma = (|y| - sigma^2/t)^2 / (2 sigma^2)."""
-    s2 = Fraction(sigma) ** 2
-    t = math.floor(sigma) + 1
-    c = s2 / t
-    h = 1 / (2 * s2)
-    for value in {y, min(y, 3), round(float(c)), math.floor(c), math.ceil(c)}:
-        g_hat, g_err = _gamma_estimate(np.array([float(value)]), float(c), float(h))
-        exact = (value - c) ** 2 * h
-        assert abs(Fraction(float(g_hat[0])) - exact) <= Fraction(float(g_err[0]))
+def test_float_certificates_are_rigorous(sigma: float, data: st.DataObject) -> None:
+    """Accept only if (u + 1) / 2**32 <= p, reject only if u / 2**32 >= p, p = S f(|y|) / W_j.
+
+    ``u`` is drawn next to ``2**32 p``, where the certificates are tight.
+    """
+    tab = _bins(sigma)
+    j = data.draw(st.integers(0, 2 * tab.nb - 1))
+    o = data.draw(st.integers(0, (1 << tab.b) - 1))
+    m = _bin_magnitude(tab, j) + o
+    lo, hi = _f_enclosure(sigma, m)
+    p_lo, p_hi = tab.scale * lo / tab.weights[j], tab.scale * hi / tab.weights[j]
+    centre = math.floor(p_lo * (1 << 32))
+    u = data.draw(st.integers(max(0, centre - 3), min((1 << 32) - 1, centre + 3)))
+    jj = np.array([j], dtype=np.int64)
+    of = np.array([float(o)]) if tab.b else None
+    uu = np.array([u], dtype=np.int64)
+    first = bool(_first_tier(tab, jj, of, uu)[0])
+    accept, reject = (bool(x[0]) for x in _second_tier(tab, jj, of, uu))
+    if first or accept:
+        assert Fraction(u + 1, 1 << 32) <= p_lo
+    if reject:
+        assert Fraction(u, 1 << 32) >= p_hi
+
+
+def test_tails_and_exact_paths_fit() -> None:
+    """Tables cut at ~1.2 sigma put ~25% of proposals in the (exact, Python) tails, and halved
+    float thresholds send ~2**-8 of proposals to the exact bin test; the law is unchanged."""
+    for sigma, nb in [(3.3, 4), (1000.0, 600)]:  # w = 1 and w = 2
+        tab = _bins(sigma, nb)
+        widened = dataclasses.replace(
+            tab,
+            acc_lo=tab.acc_lo * (1 - 2.0**-8),  # still lower bounds
+            acc_hi=tab.acc_hi * (1 + 2.0**-8),  # still upper bounds
+        )
+        samples = _binned_draws(widened, 40_000, insecure_seeded(46))
+        result = chi2_gof(samples, gaussian_cdf(sigma), support=_support(sigma))
+        assert not result.rejects, (sigma, result)
+        tail = np.abs(samples) >= tab.tail_start
+        assert tail.mean() > 0.15  # the tails really were exercised
+
+
+def test_exact_bin_acceptance_probability() -> None:
+    """The exact fallback accepts with probability S f(|y|) / W_j (binomial test)."""
+    tab = _bins(27.1)
+    j, y = 20, 20  # positive bin 20 of width 1
+    lo, _ = _f_enclosure(27.1, y)
+    p = float(tab.scale * lo / tab.weights[j])
+    rng = insecure_seeded(47)
+    n = 20_000
+    u32 = rng.integers(0, 1 << 32, size=n)
+    hits = sum(_exact_bin_accept(tab, j, y, int(u), rng) for u in u32)
+    assert binomial_ok(hits, n, p)
 
 
 @pytest.mark.parametrize(
