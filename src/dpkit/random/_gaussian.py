@@ -74,8 +74,8 @@ integers below ``2**53``, so exact), :math:`|\hat\delta - \delta| \le 3.01\,u_{5
 * What is left (:math:`U` within about :math:`\delta^3/6 + 2^{-32}` of the threshold; well under
   ``1e-6`` of proposals, none in ``10**7`` at ``sigma = 1024``) is decided exactly in Python:
   ``U`` is extended with fresh random words (:class:`~dpkit.random._arith.LazyUniform`) and
-  compared with integer enclosures of :math:`S f(y) / W_j`.  Tail proposals (about ``1e-13`` of them) and their acceptance are
-  always exact in Python; the dummy is always rejected.
+  compared with integer enclosures of :math:`S f(y) / W_j`.  Tail proposals (about ``1e-13`` of
+  them) and their acceptance are always exact in Python; the dummy is always rejected.
 
 Random bits per proposal: one 64-bit word (column, ``V`` and ``U``) and, when ``w > 1``, ``b <= 32``
 bits of a 32-bit word for the offset.  The tables (at most 8,192 columns) are built once per
