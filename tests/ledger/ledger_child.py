@@ -10,6 +10,8 @@ parent can follow it (and kill it at a chosen point).
   ``committed``) so that the parent can SIGKILL it exactly there.
 * ``loop PATH EPSILON``: print ``ready``, then reserve and commit PureDP(EPSILON) until refused,
   printing events, until killed (the parent kills it at a random time).
+* ``create PATH START_AT``: wait until START_AT, then open PATH (possibly not existing yet) with
+  budget PureDP(0.5), reserve and commit PureDP(2**-6) once and print ``ok ID``.
 * ``exit PATH EPSILON``: reserve and commit once, print ``committed ID``, then ``os._exit(0)``
   without closing the connection.
 """
@@ -27,6 +29,15 @@ def main(argv: list[str]) -> None:
     from dpkit.ledger import SQLiteLedger
 
     mode, path = argv[0], argv[1]
+    if mode == "create":  # many processes creating one new ledger at once
+        start_at = float(argv[2])
+        while time.time() < start_at:
+            time.sleep(0.001)
+        with SQLiteLedger(path, budget=PureDP(0.5)) as ledger:
+            r = ledger.reserve(PureDP(2.0**-6))
+            ledger.commit(r)
+        print(f"ok {r.id}", flush=True)
+        return
     ledger = SQLiteLedger(path)  # the parent created it with its budget
 
     def say(text: str) -> None:

@@ -48,7 +48,8 @@ def _read_until(proc: subprocess.Popen[str], prefix: str, timeout: float = 60.0)
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
         if not line:
-            raise AssertionError(f"child ended before {prefix!r}: {lines}, stderr {proc.stderr.read()!r}")  # type: ignore[union-attr]
+            err = proc.stderr.read() if proc.stderr is not None else ""
+            raise AssertionError(f"child ended before {prefix!r}: {lines}, stderr {err!r}")
         lines.append(line.strip())
         if line.startswith(prefix):
             return lines
@@ -101,6 +102,20 @@ def test_concurrent_processes_cannot_exceed_the_budget(tmp_path: Path) -> None:
         with pytest.raises(BudgetExceededError):
             ledger.reserve(PureDP(2.0**-6))
         assert len({e.owner for e in history}) >= 2  # the processes really interleaved
+
+
+def test_concurrent_processes_creating_one_ledger(tmp_path: Path) -> None:
+    """Four processes open the same new file with the same budget at once: one schema, four spends."""
+    path = tmp_path / "new.db"
+    start_at = time.time() + 3.0
+    procs = [_start("create", path, start_at) for _ in range(4)]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    _integrity_ok(path)
+    with SQLiteLedger(path, budget=PureDP(0.5)) as ledger:
+        assert [e.state for e in ledger.history()] == ["committed"] * 4
+        assert ledger.spent() == PureDP(4 * 2.0**-6)
 
 
 @pytest.mark.parametrize("stage", ["opened", "reserved", "committed"])

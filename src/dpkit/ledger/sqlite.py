@@ -431,21 +431,24 @@ class SQLiteLedger:
         Examples
         --------
         >>> import tempfile; from dpkit.guarantees import ApproxDP
-        >>> with tempfile.TemporaryDirectory() as d, SQLiteLedger(f"{d}/b.db", budget=ApproxDP(epsilon=1.0, delta=1e-6)) as ledger:
+        >>> budget = ApproxDP(epsilon=1.0, delta=1e-6)
+        >>> with tempfile.TemporaryDirectory() as d, SQLiteLedger(f"{d}/b.db", budget=budget) as ledger:
         ...     print(ledger.remaining())
         (1.0, 1e-06)-DP
         """
         with self._transaction("DEFERRED") as conn:
             return self._remaining(self._live(conn))
 
-    def _entries(self, conn: sqlite3.Connection, where: str = "", args: tuple[Any, ...] = ()) -> tuple[LedgerEntry, ...]:
+    def _entries(self, conn: sqlite3.Connection, where: str = "") -> tuple[LedgerEntry, ...]:
         out = []
-        for row in conn.execute(f"SELECT {_COLUMNS} FROM spends {where} ORDER BY id", args):
+        for row in conn.execute(f"SELECT {_COLUMNS} FROM spends {where} ORDER BY id"):
             id_, created, updated, label, type_name, params, count, state, owner, metadata = row
             try:
                 meta = None if metadata is None else json.loads(metadata)
             except ValueError:
-                raise LedgerError(f"spend {id_} in {self._path!r} has unreadable metadata; the ledger is corrupted.") from None
+                raise LedgerError(
+                    f"spend {id_} in {self._path!r} has unreadable metadata; the ledger is corrupted."
+                ) from None
             out.append(LedgerEntry(
                 id=id_, ledger_id=self._ledger_id, created_at=created, updated_at=updated, label=label,
                 guarantee=guarantee_from_record(type_name, params), count=count, state=state, owner=owner,
@@ -464,7 +467,8 @@ class SQLiteLedger:
         --------
         >>> import tempfile; from dpkit.guarantees import PureDP
         >>> with tempfile.TemporaryDirectory() as d, SQLiteLedger(f"{d}/b.db", budget=PureDP(1.0)) as ledger:
-        ...     ledger.commit(ledger.reserve(PureDP(0.5), label="q1")); print([(e.label, e.state) for e in ledger.history()])
+        ...     ledger.commit(ledger.reserve(PureDP(0.5), label="q1"))
+        ...     print([(e.label, e.state) for e in ledger.history()])
         [('q1', 'committed')]
         """
         with self._transaction("DEFERRED") as conn:
