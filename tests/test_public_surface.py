@@ -10,7 +10,7 @@ import pytest
 import dpkit
 
 MODULES = ["dpkit", "dpkit.distributions", "dpkit.divergences", "dpkit.guarantees", "dpkit.mechanisms",
-           "dpkit.accounting", "dpkit.random", "dpkit.verify"]
+           "dpkit.accounting", "dpkit.random", "dpkit.verify", "dpkit.ledger"]
 
 
 @pytest.mark.parametrize("name", MODULES)
