@@ -15,17 +15,16 @@ What lives here
 
 Contract
 --------
-1. **Secure by default.**  With ``rng=None`` every sampler draws from :func:`default_rng`: ChaCha20
-   (20 rounds, RFC 8439) from randomgen with a 256-bit key read from the operating system, one per
-   process, re-keyed in a forked child.  There is no module-level generator with a fixed seed.
-   *Why ChaCha20:* it is a full-strength stream cipher (the Linux and OpenBSD kernel generators are
-   built on it) that is constant-time in software on every CPU, and at 35-45 M 64-bit words/s here
-   it is fast enough that the exact samplers below run at tens of millions of draws per second.
-   randomgen's AES-128 counter mode is ~10x faster where the CPU has AES-NI and is available as
-   ``secure_rng(cipher="aes128")``; it is not the default because without AES-NI randomgen falls
-   back to table-based software AES, which leaks its key through cache timing.  The key is passed to
-   randomgen as ``key=``, not ``seed=``, so it does not go through NumPy's non-cryptographic
-   ``SeedSequence``.  Details: :mod:`dpkit.random._generators`.
+1. **Secure by default.**  With ``rng=None`` every sampler draws from :func:`default_rng`, one per
+   process, keyed from the operating system and re-keyed in a forked child: AES-128 in counter mode
+   where the CPU has AES-NI (constant-time in hardware; NIST SP 800-90A's CTR_DRBG core; ~10x the
+   throughput of ChaCha20 here, which the mechanisms' speed needs), ChaCha20 (20 rounds, RFC 8439,
+   256-bit key, constant-time in software) everywhere else.  Software AES is never used: without
+   AES-NI randomgen would fall back to table-based AES, which leaks its key through cache timing.
+   :func:`secure_rng` makes independent generators (ChaCha20 unless ``cipher="aes128"``).  There is
+   no module-level generator with a fixed seed.  The key is passed to randomgen as ``key=``, not
+   ``seed=``, so it does not go through NumPy's non-cryptographic ``SeedSequence``.  Details:
+   :mod:`dpkit.random._generators`.
 2. **Exact.**  Given ideal uniform random bits, each sampler's output law is *exactly* the stated
    pmf for the parameter as given (a float is the dyadic rational it represents): no truncated
    support, no floating-point rounding that depends on the data, no approximation of
