@@ -179,9 +179,10 @@ def main() -> int:
         ratio = f"{r / limit:.3f}" if r and limit else "-"
         info = results[label]
         note = info["result"].get("guarantee", "") if info.get("ok") else info.get("error", "")
+        peak = H.fmt_bytes(info.get("peak_rss_bytes")) if info.get("ok") else "-"
         rows.append([label, f"{info['result']['n']:,}" if info.get("ok") else "-",
-                     f"{r / 1e6:.3f} M/s" if r else "failed", ratio, note])
-    table = H.markdown_table(["release", "n", "draws/s (median)", "vs NumPy raw", "note"], rows)
+                     f"{r / 1e6:.3f} M/s" if r else "failed", ratio, peak, note])
+    table = H.markdown_table(["release", "n", "draws/s (median)", "vs NumPy raw", "peak RSS", "note"], rows)
     bars = []
     for family, dp_label in (("laplace", "dpkit Laplace (secure, grid-safe)"), ("gaussian", "dpkit Gaussian (secure, grid-safe)")):
         r, limit = rate[dp_label], rate[LIMIT[family]]
