@@ -50,8 +50,31 @@ def add_noise_and_unsnap(base: NDArray[np.int64], noise: NDArray[np.int64], grid
     return out
 
 
-def unsnap(integers: NDArray[np.int64], grid: float) -> NDArray[np.float64]:
-    """integers * grid as exact doubles."""
-    if np.any(np.abs(integers) >= LIMIT):  # pragma: no cover - prevented by snap and the noise checks
-        raise ValueError("released integer exceeds 2^52; the grid cannot represent it exactly.")
-    return integers.astype(np.float64) * grid
+def release_on_grid(mechanism, value, *, rng, confidence: float, norm: str,  # type: ignore[no-untyped-def]
+                    sample, noise_half_width):
+    """The shared release path of grid-snapped mechanisms (Laplace, Gaussian).
+
+    Validates the values (finite, the mechanism's dimension), snaps them to ``mechanism.grid``, adds
+    ``sample(size, rng)`` integer noise, and returns a :class:`~dpkit.mechanisms.Release` whose
+    interval half-width is ``noise_half_width(confidence)`` grid units plus half a unit for the
+    rounding of the input.  ``norm`` names the sensitivity in the error message ("l1" or "l2").
+    """
+    from dpkit.mechanisms._base import Release, SymmetricInterval, as_values, check_confidence
+    from dpkit.random import default_rng, is_insecure
+
+    arr = as_values(value)
+    c = check_confidence(confidence)
+    if arr.size != mechanism.dimension:
+        raise ValueError(f"this mechanism releases {mechanism.dimension} value(s); got {arr.size}. Build it with "
+                         f"dimension=<number of values> and the {norm} sensitivity of the whole vector.")
+    gen = default_rng() if rng is None else rng
+    base = snap(arr.reshape(-1), mechanism.grid)
+    noise = np.asarray(sample(base.size, gen), dtype=np.int64)
+    out = add_noise_and_unsnap(base, noise, mechanism.grid).reshape(arr.shape)
+    del noise
+    half = (noise_half_width(c) + 0.5) * mechanism.grid
+    return Release(values=out, scale=mechanism.grid * mechanism.noise_grid_scale, confidence=c,
+                   interval=SymmetricInterval(out, half), guarantee=mechanism.guarantee, mechanism=mechanism.name,
+                   insecure=is_insecure(gen),
+                   details={"grid": mechanism.grid, "grid_scale": mechanism.noise_grid_scale,
+                            "grid_sensitivity": mechanism.units})

@@ -14,10 +14,9 @@ from dpkit.divergences._closed import DiscreteGaussianShift, gaussian_delta
 from dpkit.errors import UnsupportedError
 from dpkit.guarantees import ApproxDP, PrivacyProfile, ZCDP
 from dpkit.guarantees.conversions import zcdp_to_approx_dp, zcdp_to_profile
-from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, SymmetricInterval, as_values, check_confidence
-from dpkit.mechanisms._grid import add_noise_and_unsnap, power_of_two_at_most, snap
-from dpkit.random import discrete_gaussian, is_insecure
-from dpkit.random import default_rng as _default_rng
+from dpkit.mechanisms._base import DominatingPair, Mechanism, Release
+from dpkit.mechanisms._grid import power_of_two_at_most, release_on_grid
+from dpkit.random import discrete_gaussian
 
 __all__ = ["Gaussian", "analytic_gaussian_sigma", "classical_gaussian_sigma"]
 
@@ -247,17 +246,14 @@ class Gaussian(Mechanism):
         >>> Gaussian(sensitivity=1.0, sigma=2.0).release([1.0], rng=insecure_seeded(1)).insecure
         True
         """
-        arr = as_values(value)
-        c = check_confidence(confidence)
-        if arr.size != self.dimension:
-            raise ValueError(f"this mechanism releases {self.dimension} value(s); got {arr.size}. "
-                             "Build it with dimension=<number of values> and the l2 sensitivity of the whole vector.")
-        gen = _default_rng() if rng is None else rng
-        base = snap(arr.reshape(-1), self.grid)
-        noise = np.asarray(discrete_gaussian(self.grid_sigma, size=base.size, rng=gen), dtype=np.int64)
-        out = add_noise_and_unsnap(base, noise, self.grid).reshape(arr.shape)
-        del noise
-        half = (discrete_gaussian_half_width(self.grid_sigma, c) + 0.5) * self.grid
-        return Release(values=out, scale=self.sigma, confidence=c, interval=SymmetricInterval(out, half),
-                       guarantee=self.guarantee, mechanism=self.name, insecure=is_insecure(gen),
-                       details={"grid": self.grid, "grid_sigma": self.grid_sigma, "grid_sensitivity": self.units})
+        s = self.grid_sigma
+        return release_on_grid(
+            self, value, rng=rng, confidence=confidence, norm="l2",
+            sample=lambda n, gen: discrete_gaussian(s, size=n, rng=gen),
+            noise_half_width=lambda c: discrete_gaussian_half_width(s, c),
+        )
+
+    @property
+    def noise_grid_scale(self) -> float:
+        """The noise scale in grid units (sigma / grid)."""
+        return self.grid_sigma

@@ -11,10 +11,9 @@ from dpkit._math import Estimate, check_epsilon, check_positive
 from dpkit.distributions import DiscreteLaplace
 from dpkit.guarantees import ApproxDP, PrivacyProfile, PureDP, ZCDP
 from dpkit.guarantees.conversions import pure_to_profile
-from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, SymmetricInterval, as_values, check_confidence
-from dpkit.mechanisms._grid import add_noise_and_unsnap, power_of_two_at_most, snap
-from dpkit.random import discrete_laplace, is_insecure
-from dpkit.random import default_rng as _default_rng
+from dpkit.mechanisms._base import DominatingPair, Mechanism, Release
+from dpkit.mechanisms._grid import power_of_two_at_most, release_on_grid
+from dpkit.random import discrete_laplace
 
 __all__ = ["Laplace"]
 
@@ -143,18 +142,14 @@ class Laplace(Mechanism):
         >>> r.insecure, round(r.scale, 3)
         (True, 1.001)
         """
-        arr = as_values(value)
-        c = check_confidence(confidence)
-        if arr.size != self.dimension:
-            raise ValueError(f"this mechanism releases {self.dimension} value(s); got {arr.size}. "
-                             "Build it with dimension=<number of values> and the l1 sensitivity of the whole vector.")
-        gen = _default_rng() if rng is None else rng
-        base = snap(arr.reshape(-1), self.grid)
-        noise = np.asarray(discrete_laplace(self.grid_scale, size=base.size, rng=gen), dtype=np.int64)
-        out = add_noise_and_unsnap(base, noise, self.grid).reshape(arr.shape)
-        del noise
-        q = float(DiscreteLaplace(0, self.grid_scale).quantile(0.5 + c / 2.0))
-        half = (q + 0.5) * self.grid  # noise quantile plus the rounding of the input
-        return Release(values=out, scale=self.scale, confidence=c, interval=SymmetricInterval(out, half),
-                       guarantee=self.guarantee, mechanism=self.name, insecure=is_insecure(gen),
-                       details={"grid": self.grid, "grid_scale": self.grid_scale, "grid_sensitivity": self.units})
+        t = self.grid_scale
+        return release_on_grid(
+            self, value, rng=rng, confidence=confidence, norm="l1",
+            sample=lambda n, gen: discrete_laplace(t, size=n, rng=gen),
+            noise_half_width=lambda c: float(DiscreteLaplace(0, t).quantile(0.5 + c / 2.0)),
+        )
+
+    @property
+    def noise_grid_scale(self) -> float:
+        """The noise scale in grid units (t)."""
+        return self.grid_scale
