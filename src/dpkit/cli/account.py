@@ -116,6 +116,10 @@ def methods(items, delta: float) -> list[list[str]]:  # type: ignore[no-untyped-
     grid = min(1e-2, max(1e-4, 1e-4 * math.sqrt(k_total)))
     if not pure:
         grid *= min(1.0, min(1.0 / p for f, p, _ in items if f == "gaussian"))
+    if len(items) == 1 and items[0][0] == "laplace":  # put the loss atoms +-1/b on the grid
+        from dpkit.accounting.pld import aligned_grid
+
+        grid = aligned_grid(grid, Laplace(0, items[0][1]), Laplace(1, items[0][1]))
     bounds = []
     for pessimistic in (True, False):
         composed = None
