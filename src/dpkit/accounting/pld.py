@@ -52,6 +52,11 @@ _U = 2.0**-53
 _U_EXT = float(np.finfo(np.longdouble).eps) / 2.0
 
 
+def _norm2(x: NDArray[np.float64]) -> float:
+    """Euclidean norm without BLAS (whose threads contend with FFTs on a small machine)."""
+    return math.sqrt(float(np.einsum("i,i->", x, x)))
+
+
 def _convolve(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
     """Linear convolution of two mass vectors by real FFT in numpy.longdouble (80-bit on x86-64).
 
@@ -118,7 +123,7 @@ class PLD:
         over = losses > eps
         w = -np.expm1(eps - losses[over])
         raw = float(np.dot(self.mass[over], w)) + self.infinity_mass
-        err = min(float(np.linalg.norm(w)) * self.numerical_error, self.numerical_error_l1)
+        err = min(_norm2(w) * self.numerical_error, self.numerical_error_l1)
         if self.pessimistic:
             return min(1.0, raw + err)
         return max(0.0, raw - err)
@@ -188,8 +193,8 @@ class PLD:
         a1, b1 = float(a.sum()), float(b.sum())
         # computed in extended precision (unit roundoff 2^-64 on x86-64), then rounded to doubles once
         fresh = 10.0 * max(1.0, math.log2(max(n, 2))) * _U_EXT * (
-            float(np.linalg.norm(a)) * b1 + a1 * float(np.linalg.norm(b)) + float(np.linalg.norm(conv))
-        ) + _U * float(np.linalg.norm(conv))
+            _norm2(a) * b1 + a1 * _norm2(b) + _norm2(conv)
+        ) + _U * _norm2(conv)
         err = self.numerical_error * b1 + other.numerical_error * a1 + self.numerical_error * other.numerical_error + fresh
         # the same in l1 (Young: ||e_a * b||_1 <= ||e_a||_1 ||b||_1); the fresh FFT error enters as sqrt(n) times its l2 bound
         err1 = (self.numerical_error_l1 * b1 + other.numerical_error_l1 * a1
