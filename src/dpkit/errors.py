@@ -8,7 +8,8 @@ The tree::
     └── DpkitError                 domain conditions that are not simple bad values
         ├── UnsupportedError       a request dpkit cannot answer soundly (e.g. converting WassersteinDP)
         ├── NumericalAccuracyError a numerical method could not reach the accuracy it promises
-        └── BudgetExceededError    a spend that would exceed the privacy budget (nothing was spent)
+        ├── BudgetExceededError    a spend that would exceed the privacy budget (nothing was spent)
+        └── LedgerError            a ledger file that is not a dpkit ledger, or an invalid state change
 
 Bad values raise plain :class:`ValueError` so that callers can catch them the usual way; messages
 name the parameter, the constraint, the value received and, where possible, the fix.
@@ -16,7 +17,7 @@ name the parameter, the constraint, the value received and, where possible, the 
 
 from __future__ import annotations
 
-__all__ = ["BudgetExceededError", "DpkitError", "NumericalAccuracyError", "UnsupportedError"]
+__all__ = ["BudgetExceededError", "DpkitError", "LedgerError", "NumericalAccuracyError", "UnsupportedError"]
 
 
 class DpkitError(Exception):
@@ -33,3 +34,7 @@ class NumericalAccuracyError(DpkitError):
 
 class BudgetExceededError(DpkitError):
     """A spend that would exceed the budget; it was refused and nothing was spent."""
+
+
+class LedgerError(DpkitError):
+    """A ledger file that is not a dpkit ledger (or is corrupted), or an invalid state change."""

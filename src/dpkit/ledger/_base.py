@@ -34,7 +34,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from dpkit.errors import DpkitError, UnsupportedError
+from dpkit.errors import LedgerError, UnsupportedError  # LedgerError lives in the error tree; re-exported
 from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP, RenyiDP, WassersteinDP
 
 __all__ = [
@@ -53,10 +53,6 @@ Guarantee = PureDP | ApproxDP | ZCDP | GaussianDP | RenyiDP
 Budget = PureDP | ApproxDP | ZCDP | RenyiDP
 
 STATES = ("reserved", "committed", "aborted")
-
-
-class LedgerError(DpkitError):
-    """A ledger file that cannot be used as asked: not a dpkit ledger, corrupted, or a wrong transition."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
