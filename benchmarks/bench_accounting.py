@@ -93,7 +93,7 @@ def dpkit_code(kind: str, p: dict[str, Any], grid_factor: float = 1.0) -> str:
 import math
 from dpkit.distributions import Gaussian, Laplace
 from dpkit.accounting.pld import (epsilon_interval, subsampled_epsilon_interval, pld_from_pair,
-    pld_poisson_subsampled, default_grid, _loss_scale)
+    pld_poisson_subsampled, default_grid, aligned_grid, _loss_scale)
 DELTA = {DELTA!r}; Q = {Q!r}; GF = {grid_factor!r}
 """
     if kind == "a":
@@ -109,7 +109,7 @@ def compute():
         body = f"""
 P, Qd = Laplace(0.0, 1.0), Laplace(1.0, 1.0)
 k = {p['k']}
-g = default_grid(k, _loss_scale(P, Qd)) / GF
+g = aligned_grid(default_grid(k, _loss_scale(P, Qd)) / GF, P, Qd)  # what epsilon_interval picks by default
 def compute():
     iv = epsilon_interval(P, Qd, k=k, delta=DELTA, grid=g, symmetric=True)
     return dict(lower=iv.lower, upper=iv.upper, eps=iv.upper, grid=g)
