@@ -83,9 +83,9 @@ def test_concurrent_processes_cannot_exceed_the_budget(tmp_path: Path) -> None:
     SQLiteLedger(path, budget=PureDP(0.5)).close()
     start_at = time.time() + 3.0  # every child is importing by then; they start together
     procs = [_start("race", path, 12, 2.0**-6, start_at) for _ in range(6)]
+    results = [(p, *p.communicate(timeout=120)) for p in procs]  # reap every child before asserting
     outputs = []
-    for p in procs:
-        out, err = p.communicate(timeout=120)
+    for p, out, err in results:
         assert p.returncode == 0, err
         outputs.append(out.splitlines())
     lines = [line for out in outputs for line in out]
@@ -109,8 +109,8 @@ def test_concurrent_processes_creating_one_ledger(tmp_path: Path) -> None:
     path = tmp_path / "new.db"
     start_at = time.time() + 3.0
     procs = [_start("create", path, start_at) for _ in range(4)]
-    for p in procs:
-        _, err = p.communicate(timeout=120)
+    results = [(p, p.communicate(timeout=120)[1]) for p in procs]  # reap every child before asserting
+    for p, err in results:
         assert p.returncode == 0, err
     _integrity_ok(path)
     with SQLiteLedger(path, budget=PureDP(0.5)) as ledger:

@@ -180,7 +180,14 @@ class SQLiteLedger:
         except sqlite3.Error as exc:
             raise LedgerError(f"cannot open the ledger file {self._path!r}: {exc}.") from None
         try:
-            self._refuse_alien(conn)  # before switching to WAL, which would rewrite another app's file
+            # before switching to WAL, which would rewrite another app's file; one read transaction, so
+            # the header and the table list come from the same snapshot (a process creating the
+            # ledger at this moment must not look like "tables but no application id")
+            conn.execute("BEGIN")
+            try:
+                self._refuse_alien(conn)
+            finally:
+                conn.execute("COMMIT")
             deadline = time.monotonic() + self._timeout
             while True:  # switching to WAL needs a moment's exclusive access; retry while busy
                 try:
