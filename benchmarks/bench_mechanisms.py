@@ -100,59 +100,34 @@ for _ in range({repeats}):
     t = time.perf_counter(); meas(x); ts.append(time.perf_counter() - t)
 RESULT = {{"n": n, "median_s": statistics.median(ts)}}
 """),
-    "diffprivlib Laplace.randomise": ("diffprivlib", """
-import time, statistics
-from diffprivlib.mechanisms import Laplace
-n = {n_peer}
-m = Laplace(epsilon=1.0, sensitivity=1.0)
-ts = []
-for _ in range({repeats}):
-    t = time.perf_counter()
-    for i in range(n):
-        m.randomise(1.0)
-    ts.append(time.perf_counter() - t)
-RESULT = {{"n": n, "median_s": statistics.median(ts)}}
-"""),
-    "diffprivlib GaussianAnalytic.randomise": ("diffprivlib", """
-import time, statistics
-from diffprivlib.mechanisms import GaussianAnalytic
-n = {n_peer}
-m = GaussianAnalytic(epsilon=1.0, delta=1e-5, sensitivity=1.0)
-ts = []
-for _ in range({repeats}):
-    t = time.perf_counter()
-    for i in range(n):
-        m.randomise(1.0)
-    ts.append(time.perf_counter() - t)
-RESULT = {{"n": n, "median_s": statistics.median(ts)}}
-"""),
-    "python-dp LaplaceMechanism.add_noise": ("pydp", """
-import time, statistics
-from pydp.algorithms.numerical_mechanisms import LaplaceMechanism
-n = {n_peer}
-m = LaplaceMechanism(epsilon=1.0, sensitivity=1.0)
-ts = []
-for _ in range({repeats}):
-    t = time.perf_counter()
-    for i in range(n):
-        m.add_noise(1.0)
-    ts.append(time.perf_counter() - t)
-RESULT = {{"n": n, "median_s": statistics.median(ts)}}
-"""),
-    "python-dp GaussianMechanism.add_noise": ("pydp", """
-import time, statistics
-from pydp.algorithms.numerical_mechanisms import GaussianMechanism
-n = {n_peer}
-m = GaussianMechanism(epsilon=1.0, delta=1e-5, sensitivity=1.0)
-ts = []
-for _ in range({repeats}):
-    t = time.perf_counter()
-    for i in range(n):
-        m.add_noise(1.0)
-    ts.append(time.perf_counter() - t)
-RESULT = {{"n": n, "median_s": statistics.median(ts)}}
-"""),
 }
+
+_PER_VALUE = """
+import time, statistics
+from {module} import {cls}
+n = {{n_peer}}
+m = {cls}({args})
+ts = []
+for _ in range({{repeats}}):
+    t = time.perf_counter()
+    for i in range(n):
+        m.{call}(1.0)
+    ts.append(time.perf_counter() - t)
+RESULT = {{{{"n": n, "median_s": statistics.median(ts)}}}}
+"""
+
+# peers whose API noises one value per call: the same timing loop for each
+for _label, _dist, _module, _cls, _args, _call in [
+    ("diffprivlib Laplace.randomise", "diffprivlib", "diffprivlib.mechanisms", "Laplace",
+     "epsilon=1.0, sensitivity=1.0", "randomise"),
+    ("diffprivlib GaussianAnalytic.randomise", "diffprivlib", "diffprivlib.mechanisms", "GaussianAnalytic",
+     "epsilon=1.0, delta=1e-5, sensitivity=1.0", "randomise"),
+    ("python-dp LaplaceMechanism.add_noise", "pydp", "pydp.algorithms.numerical_mechanisms", "LaplaceMechanism",
+     "epsilon=1.0, sensitivity=1.0", "add_noise"),
+    ("python-dp GaussianMechanism.add_noise", "pydp", "pydp.algorithms.numerical_mechanisms", "GaussianMechanism",
+     "epsilon=1.0, delta=1e-5, sensitivity=1.0", "add_noise"),
+]:
+    SNIPPETS[_label] = (_dist, _PER_VALUE.format(module=_module, cls=_cls, args=_args, call=_call))
 
 LIMIT = {"laplace": "numpy laplace", "gaussian": "numpy normal"}
 
