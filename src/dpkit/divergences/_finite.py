@@ -22,7 +22,7 @@ _EXACT = "exact sum over the support"
 class FiniteArrays:
     """Two aligned mass vectors and their log-ratio, computed once."""
 
-    __slots__ = ("p", "q", "logp", "logq", "live", "loss", "p_live", "q_live", "mass_inf")
+    __slots__ = ("p", "q", "logp", "logq", "loss", "p_live", "q_live", "mass_inf")
 
     def __init__(self, p: Array, q: Array, logp: Array | None = None, logq: Array | None = None) -> None:
         """``p, q`` are the masses; pass ``logp, logq`` too when the masses may underflow."""
@@ -37,7 +37,6 @@ class FiniteArrays:
         self.logp, self.logq = lp[both], lq[both]
         self.p_live, self.q_live = p[both], q[both]  # points with p > 0 and q > 0
         self.loss = self.logp - self.logq  # privacy loss L = ln p/q on those points
-        self.live = live
 
 
 def kl(f: FiniteArrays) -> Estimate:
@@ -144,11 +143,3 @@ def approx_max_divergence(f: FiniteArrays, delta: float) -> Estimate:
     if f.mass_inf > delta:
         best = math.inf
     return Estimate(best, kind="exact", method=_EXACT + " (level sets, Def 3.6)")
-
-
-def witness_set(f: FiniteArrays, epsilon: float) -> Array:
-    """Boolean mask over the full support of the set S = {p > e^eps q} that attains E_{e^eps}."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lp = np.log(f.p)
-        lq = np.log(f.q)
-    return (f.p > 0) & (lp - lq > epsilon)
