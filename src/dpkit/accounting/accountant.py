@@ -37,7 +37,7 @@ from typing import Any, Literal
 from dpkit._math import Estimate, check_delta, check_epsilon
 from dpkit.accounting.composition import compose_basic, compose_optimal, compose_rdp, compose_zcdp
 from dpkit.accounting.composition.advanced import compose_advanced
-from dpkit.accounting.pld import pld_from_pair
+from dpkit.accounting.pld import default_grid, pld_from_pair
 from dpkit.errors import BudgetExceededError, UnsupportedError
 from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP, RenyiDP, WassersteinDP
 from dpkit.guarantees.conversions import rdp_to_approx_dp, to_rdp, to_zcdp, zcdp_to_approx_dp
@@ -284,7 +284,7 @@ class Accountant:
             if not hasattr(s.item, "pair"):
                 raise UnsupportedError(f"{s.label} has no dominating pair; PLD accounting needs mechanisms.")
         total_k = sum(s.count for s in spends)
-        grid = min(1e-2, max(1e-4, 1e-4 * math.sqrt(total_k)))
+        grid = default_grid(total_k)
         worst = -math.inf
         for direction in (0, 1):
             composed = None

@@ -85,7 +85,7 @@ def _laplace_rdp(b: float):  # type: ignore[no-untyped-def]
 
 def methods(items, delta: float) -> list[list[str]]:  # type: ignore[no-untyped-def]
     from dpkit.accounting.composition import compose_advanced, compose_basic, compose_optimal, compose_rdp
-    from dpkit.accounting.pld import pld_from_pair
+    from dpkit.accounting.pld import default_grid, pld_from_pair
     from dpkit.distributions import Gaussian, Laplace
     from dpkit.divergences._closed import gaussian_delta
     from dpkit.guarantees import ZCDP
@@ -113,7 +113,7 @@ def methods(items, delta: float) -> list[list[str]]:  # type: ignore[no-untyped-
         rho = sum(float(to_zcdp(g).rho) * c for g, _, c in gs)  # Laplace: tight eps tanh(eps/2)
         rows.append(["zCDP (CKS Cor 13)", fmt_number(float(zcdp_to_approx_dp(ZCDP(rho), delta=delta).epsilon)), "upper bound"])
     # PLD: pessimistic (connect the dots) and optimistic, per mechanism then convolved
-    grid = min(1e-2, max(1e-4, 1e-4 * math.sqrt(k_total)))
+    grid = default_grid(k_total)
     if not pure:
         grid *= min(1.0, min(1.0 / p for f, p, _ in items if f == "gaussian"))
     if len(items) == 1 and items[0][0] == "laplace":  # put the loss atoms +-1/b on the grid
@@ -165,7 +165,7 @@ def _plot(items, delta: float, path: str) -> None:  # type: ignore[no-untyped-de
         raise ValueError("--plot needs matplotlib: pip install 'dpkit[plot]'.") from None
     import numpy as np
 
-    from dpkit.accounting.pld import pld_from_pair
+    from dpkit.accounting.pld import default_grid, pld_from_pair
     from dpkit.distributions import Gaussian, Laplace
 
     k_max = sum(c for *_, c in items)
@@ -189,7 +189,7 @@ def _plot(items, delta: float, path: str) -> None:  # type: ignore[no-untyped-de
     ax1.set_ylabel(f"epsilon at delta = {delta:g}")
     ax1.legend(fontsize=7)
     ax1.set_title("epsilon against k")
-    grid = min(1e-2, max(1e-4, 1e-4 * math.sqrt(k_max)))
+    grid = default_grid(k_max)
     composed = None
     for fam, param, count in items:
         P, Q = (Gaussian(0, param), Gaussian(1, param)) if fam == "gaussian" else (Laplace(0, param), Laplace(1, param))
