@@ -1,0 +1,220 @@
+r"""Compile a :class:`~dpkit.query._spec.QuerySpec` into engine SQL that bounds contributions.
+
+Everything that touches rows runs in the engine; only per-partition aggregates come back.  The
+statement is written once in DuckDB's dialect and transpiled by sqlglot for Spark SQL, so both
+engines run the same plan and return the same aggregates before noise.
+
+Contribution bounding by hash aggregation (no sort of the rows)::
+
+    src    : one row per input row: unit, keys, each value cleaned (NULL or NaN -> NULL; else
+             clamped to [lo, hi]); rows with a NULL unit or outside the public keys dropped
+    per_pu : GROUP BY (unit, keys): n = COUNT(*) and the unit's partial sums in that partition
+    ranked : the unit's partitions ordered by md5(unit | keys | salt), a per-query random order
+             that depends only on that unit's own rows; keep the first K (max_partitions)
+    final  : GROUP BY keys: SUM over units of  min(n, L)  for COUNT(*), and of  w * partial  for
+             every other primitive, with  w = min(1, L / n)  (L = max_rows)
+
+Scaling by w instead of keeping L sampled rows bounds a unit's contribution to a partition just
+as tightly (|w * partial| <= L * max per-row value), is deterministic, and needs no row-level
+sort or window (the window runs on the much smaller per-(unit, partition) table, and is skipped
+when K cannot bind).  Per-partition contribution bounds, which set the sensitivities
+(:mod:`dpkit.query._noise`), with M = max(|lo|, |hi|) and R = (hi - lo) / 2:
+
+    rows: L    values: L    units: 1    sum: L M    centered_sum: L R    centered_squares: L R^2
+
+Centering at the midpoint of [lo, hi] halves the sensitivity of the sums behind AVG and VARIANCE
+(Dwork & Roth 2014, sec. 3.3 uses the same idea; Wilson et al. 2020, "Differentially private SQL
+with bounded user contribution", PoPETs, describe per-user bounding of SQL aggregates).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+
+from dpkit.query._spec import QuerySpec
+
+__all__ = ["Compiled", "ValueColumn", "compile_query", "literal"]
+
+
+def literal(value: object) -> str:
+    """A SQL literal (DuckDB dialect) for a key value or a bound."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"cannot use the non-finite value {value} in SQL.")
+        return f"CAST({value!r} AS DOUBLE)"
+    return exp.convert(value).sql(dialect="duckdb")
+
+
+@dataclass(frozen=True)
+class ValueColumn:
+    """A cleaned, clamped value expression shared by the aggregates that read it."""
+
+    expr: str
+    lo: float | None  # None: no clamping (COUNT(x) needs none)
+    hi: float | None
+    index: int
+    numeric: bool = True
+
+    @property
+    def name(self) -> str:
+        return f"__v{self.index}"
+
+    @property
+    def mid(self) -> float:
+        if self.lo is None or self.hi is None:
+            raise ValueError(f"{self.expr} has no clamping bounds.")
+        return self.lo / 2.0 + self.hi / 2.0
+
+
+@dataclass
+class Compiled:
+    """Engine SQL for one query and how to read its result columns."""
+
+    main: str                       # DuckDB-dialect SQL of the main statement
+    key_count: int
+    columns: list[str]              # result columns after the keys: "__units", then primitive names
+    histograms: dict[int, str] = field(default_factory=dict)  # value index -> histogram SQL
+    buckets: int = 0
+    bounded_partitions: bool = True  # False when max_partitions cannot bind (no ranking window)
+
+    def sql(self, dialect: str) -> str:
+        return transpile(self.main, dialect)
+
+    def histogram_sql(self, index: int, dialect: str) -> str:
+        return transpile(self.histograms[index], dialect)
+
+
+def transpile(sql: str, dialect: str) -> str:
+    if dialect == "duckdb":
+        return sql
+    return sqlglot.transpile(sql, read="duckdb", write=dialect)[0]
+
+
+def primitive_column(primitive: str, value: ValueColumn | None) -> str:
+    return primitive if value is None else f"{primitive}__{value.index}"
+
+
+def _clean(value: ValueColumn) -> str:
+    if not value.numeric:
+        return f"CASE WHEN ({value.expr}) IS NULL THEN NULL ELSE 1 END"
+    x = f"CAST(({value.expr}) AS DOUBLE)"
+    if value.lo is None or value.hi is None:
+        return f"CASE WHEN ({value.expr}) IS NULL OR isnan({x}) THEN NULL ELSE {x} END"
+    return (f"CASE WHEN ({value.expr}) IS NULL OR isnan({x}) THEN NULL "
+            f"ELSE LEAST(GREATEST({x}, {literal(value.lo)}), {literal(value.hi)}) END")
+
+
+def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, ValueColumn],
+                  max_partitions: int, max_rows: int, public_keys: list[tuple[object, ...]] | None,
+                  salt: str, buckets: int = 1024) -> Compiled:
+    """Build the bounding-and-aggregation SQL.
+
+    Parameters
+    ----------
+    spec : QuerySpec
+    privacy_unit : str
+        Column identifying the privacy unit.
+    values : dict
+        Aggregate name -> its :class:`ValueColumn` (for aggregates with a value expression).
+    max_partitions, max_rows : int >= 1
+        K and L of the module docstring.
+    public_keys : list of tuples, or None
+        Public partitions (rows outside them are dropped before bounding); None for private
+        partition selection, whose user counts come back in ``__units``.
+    salt : str
+        Hex string mixed into the per-unit partition order (fresh per query).
+    buckets : int
+        Histogram resolution for quantiles.
+    """
+    unit = exp.column(privacy_unit, quoted=True).sql(dialect="duckdb")
+    keys = [f"__k{i}" for i in range(len(spec.keys))]
+    distinct_values = sorted({v.index: v for v in values.values()}.values(), key=lambda v: v.index)
+
+    filters = [f"{unit} IS NOT NULL"]
+    if spec.where:
+        filters.append(f"({spec.where})")
+    if public_keys is not None and spec.keys:
+        for i, key in enumerate(spec.keys):
+            present = sorted({row[i] for row in public_keys if row[i] is not None}, key=repr)
+            has_null = any(row[i] is None for row in public_keys)
+            parts = [f"({key.expr}) IN ({', '.join(literal(v) for v in present)})"] if present else []
+            if has_null:
+                parts.append(f"({key.expr}) IS NULL")
+            filters.append("(" + (" OR ".join(parts) if parts else "FALSE") + ")")
+    select_src = [f"{unit} AS __u"] + [f"({k.expr}) AS {n}" for k, n in zip(spec.keys, keys)]
+    select_src += [f"{_clean(v)} AS {v.name}" for v in distinct_values]
+    src = f"SELECT {', '.join(select_src)} FROM {spec.table} WHERE {' AND '.join(filters)}"
+
+    # primitives needed, per value column
+    needed: list[tuple[str, ValueColumn | None]] = []
+    for agg in spec.aggregates:
+        v = values.get(agg.name)
+        for p in agg.primitives:
+            if p == "histogram":
+                continue
+            item = (p, None if p in ("rows", "units") else v)
+            if item not in needed:
+                needed.append(item)
+    partial = {  # partial aggregate per (unit, partition)
+        "sum": lambda v: f"SUM({v.name})",
+        "values": lambda v: f"COUNT({v.name})",
+        "centered_sum": lambda v: f"SUM({v.name} - {literal(v.mid)})",
+        "centered_squares": lambda v: f"SUM(({v.name} - {literal(v.mid)}) * ({v.name} - {literal(v.mid)}))",
+    }
+    pu_cols = ["__u", *keys, "COUNT(*) AS __n"]
+    for p, v in needed:
+        if v is not None:
+            pu_cols.append(f"{partial[p](v)} AS {primitive_column(p, v)}")
+    group_pu = ", ".join(["__u", *keys])
+    per_pu = f"SELECT {', '.join(pu_cols)} FROM src GROUP BY {group_pu}"
+
+    n_public = len(public_keys) if public_keys is not None and spec.keys else None
+    bounded = bool(spec.keys) and (n_public is None or max_partitions < n_public)
+    if bounded:
+        parts = ", ".join(["CAST(__u AS VARCHAR)"] + [f"CAST({k} AS VARCHAR)" for k in keys] + [literal(salt)])
+        ranked = (f"SELECT *, ROW_NUMBER() OVER (PARTITION BY __u ORDER BY md5(concat_ws('|', {parts}))) AS __r "
+                  f"FROM per_pu")
+        kept = f"SELECT * FROM ranked WHERE __r <= {int(max_partitions)}"
+        ctes = f"WITH src AS ({src}), per_pu AS ({per_pu}), ranked AS ({ranked}), kept AS ({kept})"
+    else:
+        ctes = f"WITH src AS ({src}), per_pu AS ({per_pu}), kept AS (SELECT * FROM per_pu)"
+    weight = f"LEAST(CAST(1 AS DOUBLE), CAST({int(max_rows)} AS DOUBLE) / __n)"
+    final_cols = list(keys) + ["COUNT(*) AS __units"]
+    out_names = ["__units"]
+    for p, v in needed:
+        name = primitive_column(p, v)
+        if p == "units":
+            continue  # __units already
+        if p == "rows":
+            final_cols.append(f"SUM(LEAST(__n, {int(max_rows)})) AS {name}")
+        else:
+            final_cols.append(f"SUM({name} * {weight}) AS {name}")
+        out_names.append(name)
+    group = f" GROUP BY {', '.join(keys)}" if keys else ""
+    main = f"{ctes} SELECT {', '.join(final_cols)} FROM kept{group}"
+
+    histograms: dict[int, str] = {}
+    for agg in spec.aggregates:
+        if agg.kind != "quantile":
+            continue
+        v = values[agg.name]
+        if v.index in histograms:
+            continue
+        width = (v.hi - v.lo) / buckets
+        bucket = (f"LEAST(GREATEST(CAST(FLOOR(({v.name} - {literal(v.lo)}) / {literal(width)}) AS BIGINT), 0), "
+                  f"{buckets - 1})")
+        hb = (f"SELECT __u, {', '.join([*keys, ''])}{bucket} AS __b, COUNT({v.name}) AS __c FROM src "
+              f"WHERE {v.name} IS NOT NULL GROUP BY __u, {', '.join([*keys, ''])}__b")
+        on = " AND ".join(["hb.__u = kept.__u"] + [f"hb.{k} IS NOT DISTINCT FROM kept.{k}" for k in keys])
+        hkeys = [f"hb.{k}" for k in keys]
+        histograms[v.index] = (
+            f"{ctes}, hb AS ({hb}) SELECT {', '.join([*hkeys, ''])}hb.__b, SUM(hb.__c * "
+            f"LEAST(CAST(1 AS DOUBLE), CAST({int(max_rows)} AS DOUBLE) / kept.__n)) AS __h "
+            f"FROM hb JOIN kept ON {on} GROUP BY {', '.join([*hkeys, ''])}hb.__b"
+        )
+    return Compiled(main=main, key_count=len(keys), columns=out_names, histograms=histograms,
+                    buckets=buckets, bounded_partitions=bounded)

@@ -1,0 +1,271 @@
+"""Noise the engine's aggregates and assemble the result table with its intervals.
+
+Intervals: each primitive's interval comes from its noise law (``Release.interval``).  A derived
+aggregate (AVG from a count and a centered sum; VARIANCE from those and a centered sum of
+squares) combines its primitives' intervals by interval arithmetic, each taken at level
+1 - (1 - confidence)/n so that by a union bound all n hold together with probability
+>= confidence.  Every interval covers the value of the *bounded* data.  Quantiles have no
+interval in value space that could be computed from the noise alone; their ``details`` give the
+exponential mechanism's rank-error bound instead.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dpkit.random import is_insecure
+
+if TYPE_CHECKING:
+    from dpkit.query.session import QueryPlan
+
+__all__ = ["QueryResult", "finish_aggregates"]
+
+
+@dataclass
+class QueryResult:
+    """A noisy table: ``rows`` (keys then aggregates), an interval per aggregate value, the cost."""
+
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    intervals: dict[str, list[tuple[float, float]]]  # aggregate name -> (lo, hi) per row
+    scales: dict[str, dict[str, float]]               # aggregate name -> primitive -> noise scale
+    guarantee: Any
+    split: dict[str, tuple[float, float]]
+    confidence: float
+    insecure: bool
+    plan: Any = None
+    selection: dict[str, Any] | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    remaining: Any = None
+    timings: dict[str, float] = field(default_factory=dict)
+    engine: str = ""
+
+    @property
+    def key_columns(self) -> list[str]:
+        return [k.name for k in self.plan.spec.keys] if self.plan is not None else []
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """One dict per row: keys, values, and ``<name>_lo`` / ``<name>_hi`` interval ends."""
+        out = []
+        for i, row in enumerate(self.rows):
+            d = dict(zip(self.columns, row))
+            for name, iv in self.intervals.items():
+                d[f"{name}_lo"], d[f"{name}_hi"] = iv[i]
+            out.append(d)
+        return out
+
+    def to_pandas(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame(self.to_dicts())
+
+    def __str__(self) -> str:
+        from dpkit.cli._table import render
+
+        headers = list(self.columns)
+        keys = set(self.key_columns)
+        body = []
+        for i, row in enumerate(self.rows):
+            cells = []
+            for name, v in zip(self.columns, row):
+                if name in keys:
+                    cells.append("NULL" if v is None else str(v))
+                    continue
+                lo, hi = self.intervals[name][i]
+                if math.isnan(lo):
+                    cells.append(_fmt(v))
+                else:
+                    cells.append(f"{_fmt(v)} [{_fmt(lo)}, {_fmt(hi)}]")
+            body.append(cells)
+        table = render(headers, body) if body else "(no partitions released)"
+        warn = "\nINSECURE seeded generator: NOT private" if self.insecure else ""
+        return (f"{table}\n{len(self.rows)} row(s); [lo, hi]: {self.confidence:.0%} interval from the noise, for "
+                f"the bounded data; cost {self.guarantee}{warn}")
+
+
+def _fmt(x: float) -> str:
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    if math.isnan(x):
+        return "nan"
+    if float(x).is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    return f"{x:.4g}" if abs(x) >= 1e4 or abs(x) < 1e-3 else f"{x:.4f}".rstrip("0").rstrip(".")
+
+
+def _arrays(release: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    lo, hi = release.interval
+    return (np.asarray(release.values, dtype=float).reshape(-1), np.asarray(lo, dtype=float).reshape(-1),
+            np.asarray(hi, dtype=float).reshape(-1))
+
+
+def _div_interval(a_lo: np.ndarray, a_hi: np.ndarray, c_lo: np.ndarray, c_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[a_lo, a_hi] / [c_lo, c_hi] for c_lo > 0 (else +-inf)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cands = np.stack([a_lo / c_lo, a_lo / c_hi, a_hi / c_lo, a_hi / c_hi])
+    lo, hi = cands.min(axis=0), cands.max(axis=0)
+    bad = ~(c_lo > 0)
+    return np.where(bad, -np.inf, lo), np.where(bad, np.inf, hi)
+
+
+def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[int, list[tuple[Any, ...]]], *,
+                      confidence: float, rng: Any) -> QueryResult:
+    from dpkit.query.session import noise_for
+
+    spec, compiled, split = plan.spec, plan.compiled, plan.split
+    nk = compiled.key_count
+    by_key: dict[tuple[Any, ...], dict[str, float]] = {}
+    for row in raw:
+        by_key[tuple(row[:nk])] = {c: (0.0 if v is None else float(v)) for c, v in zip(compiled.columns, row[nk:])}
+    insecure = rng is not None and is_insecure(rng)
+    selection_info = None
+    if not spec.keys:
+        partitions: list[tuple[Any, ...]] = [()]
+    elif plan.public_keys is not None:
+        partitions = list(plan.public_keys)
+    else:
+        sel = split.selection
+        assert sel is not None
+        candidates = sorted(by_key, key=_sort_key)
+        units = np.array([by_key[k]["__units"] for k in candidates], dtype=float)
+        tau = sel.threshold
+        if candidates:
+            noisy = sel.mechanism.release(units, rng=rng).values.reshape(-1)
+            partitions = [k for k, n in zip(candidates, noisy) if n >= tau]
+        else:
+            partitions = []
+        selection_info = {"threshold": tau, "epsilon": sel.epsilon, "delta": sel.delta_spent,
+                          "noise_scale": sel.mechanism.scale, "candidates_considered": "not released"}
+    g = len(partitions)
+    zero = dict.fromkeys(compiled.columns, 0.0)
+    data = [by_key.get(k, zero) for k in partitions]
+
+    per_agg: dict[str, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+    scales: dict[str, dict[str, float]] = {}
+    quantile_details: dict[str, Any] = {}
+    n_prims = {a.name: len(a.primitives) for a in spec.aggregates}
+    for m in split.measurements:
+        level = 1.0 - (1.0 - confidence) / n_prims[m.aggregate]
+        if m.noise == "exponential":
+            vals, gaps = _quantiles(plan, m, partitions, hists, rng, level)
+            per_agg.setdefault(m.aggregate, {})[m.primitive] = (vals, np.full(g, np.nan), np.full(g, np.nan))
+            mech = noise_for(m, g)
+            scales.setdefault(m.aggregate, {})[m.primitive] = float(mech.scale)
+            quantile_details[m.aggregate] = {"rank_error_bound": gaps, "level": level,
+                                             "bucket_width": _width(plan, m)}
+            continue
+        if g == 0:
+            per_agg.setdefault(m.aggregate, {})[m.primitive] = (np.zeros(0), np.zeros(0), np.zeros(0))
+            continue
+        vec = np.array([d[m.column] for d in data], dtype=float)
+        mech = noise_for(m, g)
+        rel = mech.release(vec, rng=rng, confidence=level)
+        per_agg.setdefault(m.aggregate, {})[m.primitive] = _arrays(rel)
+        scales.setdefault(m.aggregate, {})[m.primitive] = float(getattr(mech, "sigma", None) or mech.scale)
+
+    columns = [k.name for k in spec.keys] + [a.name for a in spec.aggregates]
+    values: dict[str, np.ndarray] = {}
+    intervals: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for agg in spec.aggregates:
+        prims = per_agg.get(agg.name, {})
+        v = plan.values.get(agg.name)
+        if agg.kind in ("count", "count_units", "count_values", "sum"):
+            (val, lo, hi), = prims.values()
+        elif agg.kind == "quantile":
+            val, lo, hi = prims["histogram"]
+        else:
+            assert v is not None and v.lo is not None and v.hi is not None
+            c, c_lo, c_hi = prims["values"]
+            s, s_lo, s_hi = prims["centered_sum"]
+            mid, r = v.mid, (v.hi - v.lo) / 2.0
+            with np.errstate(divide="ignore", invalid="ignore"):
+                mean_c = np.where(c >= 1.0, s / np.maximum(c, 1.0), 0.0)
+            mean_c = np.clip(mean_c, -r, r)
+            m_lo, m_hi = _div_interval(s_lo, s_hi, c_lo, c_hi)
+            m_lo, m_hi = np.clip(m_lo, -r, r), np.clip(m_hi, -r, r)
+            if agg.kind == "mean":
+                val, lo, hi = mid + mean_c, mid + m_lo, mid + m_hi
+            else:
+                qv, q_lo, q_hi = prims["centered_squares"]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    e2 = np.where(c >= 1.0, qv / np.maximum(c, 1.0), 0.0)
+                var = np.clip(e2 - mean_c**2, 0.0, r * r)
+                e2_lo, e2_hi = _div_interval(np.maximum(q_lo, 0.0), np.maximum(q_hi, 0.0), c_lo, c_hi)
+                sq_lo = np.where((m_lo <= 0) & (m_hi >= 0), 0.0, np.minimum(m_lo**2, m_hi**2))
+                sq_hi = np.maximum(m_lo**2, m_hi**2)
+                v_lo = np.clip(e2_lo - sq_hi, 0.0, r * r)
+                v_hi = np.clip(e2_hi - sq_lo, 0.0, r * r)
+                if agg.kind == "variance":
+                    val, lo, hi = var, v_lo, v_hi
+                else:
+                    val, lo, hi = np.sqrt(var), np.sqrt(v_lo), np.sqrt(v_hi)
+        values[agg.name] = val
+        intervals[agg.name] = (lo, hi)
+
+    rows = []
+    for i, key in enumerate(partitions):
+        rows.append(tuple(key) + tuple(_py(values[a.name][i], a.kind) for a in spec.aggregates))
+    order = list(range(len(rows)))
+    for name, desc in reversed(spec.order_by):
+        j = columns.index(name)
+        order.sort(key=lambda i: _sort_key((rows[i][j],)), reverse=desc)
+    if spec.limit is not None:
+        order = order[: spec.limit]
+    details: dict[str, Any] = {}
+    if quantile_details:
+        details["quantiles"] = quantile_details
+    samples = [a.name for a in spec.aggregates if a.sample]
+    if samples:
+        details["note"] = (f"{samples}: the population form (divide by n) is estimated; the sample form differs "
+                           "by n/(n-1).")
+    return QueryResult(
+        columns=columns, rows=[rows[i] for i in order],
+        intervals={a.name: [(float(intervals[a.name][0][i]), float(intervals[a.name][1][i])) for i in order]
+                   for a in spec.aggregates},
+        scales=scales, guarantee=plan.guarantee, split=split.shares(), confidence=confidence,
+        insecure=insecure, plan=plan, selection=selection_info, details=details)
+
+
+def _py(x: Any, kind: str) -> Any:
+    f = float(x)
+    if kind in ("count", "count_units") and f.is_integer():
+        return int(f)
+    return f
+
+
+def _sort_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple((v is None, str(type(v)), v) if v is not None else (True, "", 0) for v in key)
+
+
+def _width(plan: QueryPlan, m: Any) -> float:
+    v = plan.values[m.aggregate]
+    return (v.hi - v.lo) / plan.compiled.buckets
+
+
+def _quantiles(plan: QueryPlan, m: Any, partitions: list[tuple[Any, ...]], hists: dict[int, list[tuple[Any, ...]]],
+               rng: Any, level: float) -> tuple[np.ndarray, np.ndarray]:
+    from dpkit.query.session import noise_for
+
+    v = plan.values[m.aggregate]
+    b = plan.compiled.buckets
+    nk = plan.compiled.key_count
+    table: dict[tuple[Any, ...], np.ndarray] = {}
+    for row in hists[v.index]:
+        key = tuple(row[:nk])
+        h = table.setdefault(key, np.zeros(b))
+        h[int(row[nk])] += float(row[nk + 1])
+    mech = noise_for(m, len(partitions))
+    out, gaps = np.zeros(len(partitions)), np.zeros(len(partitions))
+    edges = v.lo + (v.hi - v.lo) * np.arange(b + 1) / b
+    for i, key in enumerate(partitions):
+        h = table.get(key, np.zeros(b))
+        below = np.concatenate([[0.0], np.cumsum(h)])  # weighted count below each edge
+        util = -np.abs(below - m.q * below[-1])
+        rel = mech.release(util, rng=rng, confidence=level)
+        out[i] = edges[int(rel.value)]
+        gaps[i] = float(rel.details.get("utility_gap_bound", np.nan))
+    return out, gaps
