@@ -13,9 +13,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test,plot,frames,spark]'
 	touch $(STAMP)
 
+# The main job: a DP query on the shipped synthetic table.  The ledger ./dpkit-ledger.db holds a total
+# budget of epsilon 3, each run spends 1, so the fourth run is refused (rm dpkit-ledger.db to start over).
 run: $(STAMP)
-	$(VENV)/bin/dpkit divergence laplace --shift 1 --scale 1
-	$(VENV)/bin/dpkit verify examples/randomized_response.csv --epsilon 1.0986123 --delta 0
+	$(VENV)/bin/dpkit query examples/transactions.csv --privacy-unit user_id \
+	  --epsilon 1 --budget-epsilon 3 --ledger dpkit-ledger.db \
+	  --bounds amount=0:200 --max-partitions 2 --max-rows 5 \
+	  --keys category=groceries,restaurants,transport,fuel,pharmacy,clothing,electronics,travel,entertainment,utilities \
+	  "SELECT category, COUNT(*) AS purchases, AVG(amount) AS avg_amount FROM t GROUP BY category ORDER BY category"
 
 test: $(STAMP)
 	$(PY) -m pytest

@@ -1,7 +1,8 @@
 """The ``dpkit`` command line.
 
 One module per command; each registers its sub-parser through ``register(subparsers)`` and runs
-through the ``func`` default it sets.  Errors in user input print one line to stderr and exit 2.
+through the ``func`` default it sets.  Errors in user input print one line to stderr and exit 2;
+a spend the budget cannot cover exits 3.
 """
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dpkit.cli import account, divergence, release, verify
+from dpkit.errors import BudgetExceededError, DpkitError
+
+from dpkit.cli import account, divergence, query, release, verify
 
 __all__ = ["main"]
 
@@ -28,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.register(sub)
     release.register(sub)
     account.register(sub)
+    query.register(sub)
     return parser
 
 
@@ -39,7 +43,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except (ValueError, TypeError, OSError) as exc:
+    except BudgetExceededError as exc:
+        print(f"dpkit: {exc}", file=sys.stderr)
+        return 3
+    except (ValueError, TypeError, OSError, DpkitError) as exc:
         print(f"dpkit: error: {exc}", file=sys.stderr)
         return 2
 

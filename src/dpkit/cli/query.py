@@ -1,0 +1,167 @@
+"""``dpkit query DATA SQL --privacy-unit COL --epsilon E``: a DP answer to an aggregate SQL query.
+
+Runs on an embedded DuckDB by default (``--engine spark`` for a local Spark, ``--spark-remote``
+for Spark Connect), records the spend in the ledger file before printing, and shows the budget
+left.  ``--plan`` prints the bounding, the budget split and the SQL without running or spending.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+EXAMPLE = ("dpkit query examples/transactions.csv --privacy-unit user_id --epsilon 1 --budget-epsilon 3 "
+           "--bounds amount=0:200 --max-partitions 2 --max-rows 5 "
+           "--keys category=groceries,restaurants,transport,fuel,pharmacy,clothing,electronics,travel,entertainment,utilities "
+           "\"SELECT category, COUNT(*) AS purchases, AVG(amount) AS avg_amount FROM t GROUP BY category\"")
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "query",
+        help="answer an aggregate SQL query over a table with differential privacy",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Answer SELECT keys, COUNT(*), COUNT(DISTINCT <unit>), SUM(x), AVG(x), VAR_POP(x), STDDEV(x), MEDIAN(x),\n"
+            "QUANTILE_CONT(x, q) FROM t [WHERE ...] [GROUP BY ...] [ORDER BY ...] [LIMIT n] over DATA (CSV, Parquet\n"
+            "or JSON) with differential privacy. Each privacy unit's contribution is bounded (--max-partitions,\n"
+            "--max-rows, --bounds), noise is added to the aggregates only, and the cost is recorded in the ledger\n"
+            "before the result is printed. Joins, subqueries, raw rows, MIN/MAX and HAVING are refused with a\n"
+            "reason. NULL or NaN values are dropped before bounding (COUNT(*) still counts the row).\n\n"
+            "The ledger (--ledger, default ./dpkit-ledger.db) holds the total budget: a new ledger needs\n"
+            "--budget-epsilon (and --budget-delta for (epsilon, delta)); later runs spend from it and are refused\n"
+            "once it is spent. Exit status: 0 answered, 2 bad input or refused SQL, 3 budget exhausted."
+        ),
+        epilog=f"Example:\n  {EXAMPLE}",
+    )
+    p.add_argument("data", help="the table: a .csv, .parquet or .json file")
+    p.add_argument("sql", help="the query; the table is called t (see --table)")
+    p.add_argument("--privacy-unit", required=True, metavar="COLUMN",
+                   help="column identifying whose row it is (e.g. user_id); required")
+    p.add_argument("--epsilon", type=float, required=True, help="this query's epsilon (> 0)")
+    p.add_argument("--delta", type=float, default=0.0,
+                   help="this query's delta (default 0); needed for GROUP BY without --keys and for --noise gaussian")
+    p.add_argument("--bounds", action="append", default=[], metavar="COL=LO:HI",
+                   help="clamping bounds of a value column (repeatable); required for SUM/AVG/VAR/STDDEV/quantiles")
+    p.add_argument("--max-partitions", type=int, default=1, metavar="K",
+                   help="groups one unit may contribute to (default 1)")
+    p.add_argument("--max-rows", type=int, default=1, metavar="L",
+                   help="rows one unit may contribute to one group (default 1)")
+    p.add_argument("--keys", action="append", default=[], metavar="COL=V1,V2,...",
+                   help="public group keys (repeatable, one per GROUP BY column); without them groups are "
+                        "selected privately (needs --delta)")
+    p.add_argument("--noise", choices=("laplace", "gaussian"), default="laplace", help="noise family (default laplace)")
+    p.add_argument("--split", default=None, metavar="NAME=SHARE,...",
+                   help="budget shares by output column (and partition_selection), summing to 1; equal by default")
+    p.add_argument("--confidence", type=float, default=0.95, help="level of the intervals (default 0.95)")
+    p.add_argument("--ledger", default="dpkit-ledger.db", help="ledger file (default ./dpkit-ledger.db)")
+    p.add_argument("--budget-epsilon", type=float, default=None, help="total epsilon of a new ledger")
+    p.add_argument("--budget-delta", type=float, default=0.0, help="total delta of a new ledger (default 0)")
+    p.add_argument("--table", default="t", help="the table's name in the SQL (default t)")
+    p.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
+                   help="duckdb (embedded, default) or spark (local Spark, or Spark Connect with --spark-remote)")
+    p.add_argument("--spark-remote", default=None, metavar="URL",
+                   help="Spark Connect URL (e.g. sc://host:15002, or local) for --engine spark")
+    p.add_argument("--plan", action="store_true", help="print the plan (bounding, split, noise, SQL); run and spend nothing")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    p.add_argument("--insecure-seed", type=int, default=None, dest="seed",
+                   help="use a SEEDED, NOT PRIVATE generator (reproducible examples and tests only)")
+    p.set_defaults(func=run)
+
+
+def _pairs(items: list[str], what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise ValueError(f"{what} must look like NAME=VALUE; got {item!r}.")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def _bounds(items: list[str]) -> dict[str, tuple[float, float]]:
+    out = {}
+    for name, value in _pairs(items, "--bounds").items():
+        lo, sep, hi = value.partition(":")
+        try:
+            out[name] = (float(lo), float(hi))
+        except ValueError:
+            raise ValueError(f"--bounds {name}= must be LO:HI with two numbers; got {value!r}.") from None
+        if not sep:
+            raise ValueError(f"--bounds {name}= must be LO:HI; got {value!r}.")
+    return out
+
+
+def _split(text: str | None) -> dict[str, float] | None:
+    if text is None:
+        return None
+    out = {}
+    for name, value in _pairs([s for s in text.split(",") if s.strip()], "--split").items():
+        try:
+            out[name] = float(value)
+        except ValueError:
+            raise ValueError(f"--split {name}= must be a number; got {value!r}.") from None
+    return out
+
+
+def _session(args: argparse.Namespace) -> Any:
+    from dpkit.guarantees import ApproxDP, PureDP
+    from dpkit.query import Session
+
+    data = Path(args.data)
+    if not data.exists():
+        raise ValueError(f"no such data file: {args.data!r}.")
+    budget = None
+    if args.budget_epsilon is not None:
+        budget = (PureDP(epsilon=args.budget_epsilon) if not args.budget_delta
+                  else ApproxDP(epsilon=args.budget_epsilon, delta=args.budget_delta))
+    elif not Path(args.ledger).exists():
+        raise ValueError(f"the ledger {args.ledger!r} does not exist yet: give its total budget with --budget-epsilon "
+                         "(and --budget-delta), or point --ledger at an existing ledger.")
+    spark = None
+    if args.engine == "spark":
+        from pyspark.sql import SparkSession
+
+        builder = SparkSession.builder.appName("dpkit")
+        spark = (builder.remote(args.spark_remote) if args.spark_remote else builder.master("local[*]")).getOrCreate()
+    elif args.spark_remote:
+        raise ValueError("--spark-remote needs --engine spark.")
+    return Session(data, privacy_unit=args.privacy_unit, ledger=args.ledger, budget=budget, table=args.table,
+                   engine=args.engine, spark=spark)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dpkit.random import insecure_seeded
+
+    keys_arg = {name: [v for v in values.split(",")] for name, values in _pairs(args.keys, "--keys").items()} or None
+    options = dict(epsilon=args.epsilon, delta=args.delta, bounds=_bounds(args.bounds),
+                   max_partitions=args.max_partitions, max_rows=args.max_rows, keys=keys_arg,
+                   noise=args.noise, split=_split(args.split))
+    say = (lambda msg: None) if args.quiet else (lambda msg: print(f"dpkit: {msg} ...", file=sys.stderr, flush=True))
+    say(f"opening {args.data} ({args.engine})")
+    session = _session(args)
+    try:
+        if args.plan:
+            plan = session.plan(args.sql, **options)
+            print(plan)
+            print(f"SQL ({session.engine}):\n{plan.sql}")
+            print(f"budget left in {args.ledger}: {session.remaining()} (nothing was spent)")
+            return 0
+        if session.engine == "duckdb" and not args.quiet and sys.stderr.isatty():
+            session._backend.progress(True)
+        rng = None if args.seed is None else insecure_seeded(args.seed)
+        result = session.sql(args.sql, confidence=args.confidence, rng=rng, progress=say, **options)
+        if args.json:
+            print(json.dumps({"columns": result.columns, "rows": result.to_dicts(), "cost": str(result.guarantee),
+                              "remaining": str(result.remaining), "ledger": args.ledger,
+                              "insecure": result.insecure}, default=str, indent=2))
+        else:
+            print(result)
+            print(f"budget left in {args.ledger}: {result.remaining}")
+        return 0
+    finally:
+        session.close()
