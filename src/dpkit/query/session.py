@@ -270,6 +270,13 @@ class Session:
             total_delta += plan_split.selection.delta
         # each part meets its share and the shares sum to at most (eps, dl): basic composition
         guarantee: PureDP | ApproxDP = PureDP(epsilon=eps) if total_delta == 0.0 else ApproxDP(epsilon=eps, delta=dl)
+        if isinstance(guarantee, ApproxDP) and isinstance(self.ledger.budget, PureDP):
+            raise UnsupportedError(
+                f"this query costs {guarantee} (its delta pays for "
+                f"{'private partition selection' if public is None and spec.keys else 'Gaussian noise'}), but the "
+                f"ledger's budget {self.ledger.budget} is pure epsilon-DP with no delta to spend. Give public keys "
+                "(keys= / --keys) and Laplace noise for a pure-DP query, or use a ledger created with a delta "
+                "budget (--budget-delta).")
         used_bounds = {v.expr: (v.lo, v.hi) for v in values.values() if v.lo is not None}
         return QueryPlan(spec=spec, compiled=compiled, split=plan_split, guarantee=guarantee,
                          max_partitions=k_max, max_rows=l_max, public_keys=public, bounds=used_bounds,
