@@ -36,16 +36,17 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+from sqlglot import exp as _exp
 
 from dpkit.errors import UnsupportedError
 from dpkit.guarantees import ApproxDP, PureDP
 from dpkit.ledger import SQLiteLedger
 from dpkit.mechanisms import Exponential
 from dpkit.query._backends import DuckDBBackend, SparkBackend, is_numeric_type
-from dpkit.query._compile import Compiled, ValueColumn, compile_query, transpile
+from dpkit.query._compile import Compiled, ValueColumn, compile_query, literal, transpile
 from dpkit.query._noise import INTEGER_PRIMITIVES, Measurement, Selection, Split
 from dpkit.query._result import QueryResult, finish_aggregates
-from dpkit.query._spec import QuerySpec
+from dpkit.query._spec import Aggregate, Key, QuerySpec
 from dpkit.query._sql import parse_sql
 
 __all__ = ["QueryPlan", "Session"]
@@ -180,7 +181,7 @@ class Session:
             if engine == "duckdb":
                 raise ValueError("a Spark DataFrame runs on Spark; drop engine='duckdb'.")
             return SparkBackend.from_dataframe(data)
-        if module.startswith("duckdb"):
+        if module.startswith(("duckdb", "_duckdb")) or type(data).__name__ == "DuckDBPyConnection":
             return DuckDBBackend.from_connection(data, table)
         if isinstance(data, (str, os.PathLike)):
             if engine == "spark":
@@ -472,6 +473,56 @@ class Session:
         result.timings = {"engine_s": t_engine, "total_s": time.perf_counter() - t0}
         result.engine = self.engine
         return result
+
+
+    def histogram(self, column: str, edges: Any, *, epsilon: float, max_partitions: int = 1, max_rows: int = 1,
+                  where: str | None = None, noise: str = "laplace", delta: float = 0.0, confidence: float = 0.95,
+                  rng: np.random.Generator | None = None) -> QueryResult:
+        """A DP histogram of a numeric column over fixed bins (public partitions, so no selection).
+
+        Bins are ``[e_i, e_{i+1})``, the last one closed; values outside ``edges``, NULL and NaN
+        fall in no bin.  ``max_partitions`` is the number of bins one unit may contribute to and
+        ``max_rows`` the rows it may contribute to one bin.  ``where`` is a row-level SQL
+        predicate.  The result has columns ``bin`` (labels such as ``[0, 10)``) and ``count``.
+
+        Examples
+        --------
+        >>> import tempfile, pandas as pd
+        >>> from dpkit.random import insecure_seeded
+        >>> df = pd.DataFrame({"uid": range(100), "age": [20 + i % 50 for i in range(100)]})
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     s = Session(df, privacy_unit="uid", ledger=f"{d}/b.db", budget=PureDP(1.0))
+        ...     r = s.histogram("age", [18, 30, 50, 70], epsilon=1.0, rng=insecure_seeded(0))
+        ...     print([row[0] for row in r.rows])
+        ['[18, 30)', '[30, 50)', '[50, 70]']
+        """
+        e = np.asarray(edges, dtype=float)
+        if e.ndim != 1 or e.size < 2 or not np.all(np.isfinite(e)) or not np.all(np.diff(e) > 0):
+            raise ValueError(f"edges must be at least two finite, strictly increasing numbers; got {edges!r}.")
+        if column not in self._schema:
+            raise ValueError(f"unknown column {column!r}; the table has {sorted(self._schema)}.")
+        text = f"SELECT COUNT(*) FROM {self.table}" + (f" WHERE {where}" if where else "")
+        base = parse_sql(text, table=self.table, privacy_unit=self.privacy_unit, table_columns=self._schema)
+        col = f"CAST({exp_column(column)} AS DOUBLE)"
+        labels, cases = [], []
+        for i in range(e.size - 1):
+            last = i == e.size - 2
+            label = f"[{e[i]:g}, {e[i + 1]:g}{']' if last else ')'}"
+            labels.append(label)
+            cases.append(f"WHEN {col} >= {literal(float(e[i]))} AND {col} {'<=' if last else '<'} "
+                         f"{literal(float(e[i + 1]))} THEN '{label}'")
+        spec = QuerySpec(table=self.table, keys=(Key("bin", f"CASE {' '.join(cases)} END"),),
+                         aggregates=(Aggregate("count", "count"),), where=base.where,
+                         text=f"histogram of {column} over {len(labels)} bins" + (f" where {where}" if where else ""),
+                         columns=tuple(sorted({column, *base.columns})))
+        if not is_numeric_type(self._schema[column]):
+            raise ValueError(f"a histogram needs a numeric column; {column} has type {self._schema[column]}.")
+        return self.sql(spec, epsilon=epsilon, delta=delta, max_partitions=max_partitions, max_rows=max_rows,
+                        keys=[(label,) for label in labels], noise=noise, confidence=confidence, rng=rng)
+
+
+def exp_column(name: str) -> str:
+    return _exp.column(name, quoted=True).sql(dialect="duckdb")
 
 
 def _check_bounds(name: str, pair: object) -> tuple[float, float]:
