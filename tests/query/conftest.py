@@ -1,0 +1,71 @@
+"""Shared set-up for the dpkit.query tests: markers, the slow-test policy, sessions over small tables.
+
+Markers
+-------
+* ``spark``: the test starts PySpark (classic ``local[2]`` or Spark Connect ``remote("local[2]")``).
+  PySpark, py4j and grpc raise warnings of their own (deprecations in their imports, unclosed
+  sockets and temporary files, pandas/Arrow notices); pyproject's ``filterwarnings = error`` would
+  turn those into failures of dpkit's tests, so for ``spark`` tests only they are ignored.  dpkit's
+  own code has no warnings to hide here: the same queries run warning-free on DuckDB in the other
+  modules.
+* ``slow``: pyproject says the default run leaves these out; under tests/query they are skipped
+  unless the run selects them with ``-m`` (``make test-all`` passes ``-m "slow or not slow"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dpkit.guarantees import ApproxDP, PureDP
+from dpkit.query import Session
+
+HERE = Path(__file__).parent
+
+# what PySpark's own layers emit (never dpkit): see the module docstring
+SPARK_WARNINGS = (
+    "ignore::DeprecationWarning",
+    "ignore::PendingDeprecationWarning",
+    "ignore::ResourceWarning",
+    "ignore::FutureWarning",
+    "ignore::UserWarning:pyspark",
+    "ignore::pytest.PytestUnraisableExceptionWarning",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "spark: starts PySpark (classic local mode or Spark Connect); needs Java 17")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    chosen = config.getoption("-m") or ""
+    skip_slow = pytest.mark.skip(reason="slow: run with -m slow (or make test-all)")
+    for item in items:
+        if HERE not in Path(str(item.path)).parents:
+            continue  # only this directory's tests
+        if item.get_closest_marker("spark") is not None:
+            for spec in SPARK_WARNINGS:
+                item.add_marker(pytest.mark.filterwarnings(spec))
+        if item.get_closest_marker("slow") is not None and "slow" not in chosen:
+            item.add_marker(skip_slow)
+
+
+@pytest.fixture
+def open_session(tmp_path: Path) -> Iterator[Callable[..., Session]]:
+    """Factory: ``open_session(data, budget=..., ledger=..., **kw)``; every session is closed afterwards."""
+    opened: list[Session] = []
+    counter = iter(range(10**6))
+
+    def make(data: Any, *, budget: PureDP | ApproxDP | None = ApproxDP(epsilon=1000.0, delta=0.9), ledger: Any = None,
+             privacy_unit: str = "uid", **kw: Any) -> Session:
+        path = ledger if ledger is not None else tmp_path / f"ledger{next(counter)}.db"
+        s = Session(data, privacy_unit=privacy_unit, ledger=path, budget=budget, **kw)
+        opened.append(s)
+        return s
+
+    yield make
+    for s in opened:
+        s.close()
