@@ -1,0 +1,214 @@
+"""Refusals and bad input: a clear error naming the problem, and nothing spent.
+
+Every case runs ``Session.sql`` against a ledger that already holds one committed spend, and
+compares the ledger's full state (``history()``, ``remaining()``, ``rollup()``) before and after,
+and again through a second Session opened on the same file.  A ``progress`` callback shows
+whether the engine was reached: for refusals before the data is read it must never be called.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from dpkit.errors import BudgetExceededError, UnsupportedError
+from dpkit.guarantees import ApproxDP, PureDP
+from dpkit.query import Session
+from dpkit.random import insecure_seeded
+
+B = {"x": (0.0, 10.0)}
+KEYS = {"k": ["a", "b"]}
+
+
+def _frame() -> pd.DataFrame:
+    return pd.DataFrame({"uid": [1, 1, 2, 3, 4], "k": ["a", "b", "a", "a", "b"],
+                         "x": [10.0, None, 3.0, 2.0, 7.5], "y": [1, 2, 3, 4, 5]})
+
+
+def _state(session: Session) -> tuple[Any, ...]:
+    led = session.ledger
+    return led.history(), led.remaining(), led.rollup()
+
+
+def _open(path: Path) -> Session:
+    s = Session(_frame(), privacy_unit="uid", ledger=path, budget=ApproxDP(epsilon=2.0, delta=1e-5))
+    s.sql("SELECT COUNT(*) AS n FROM t", epsilon=0.25, rng=insecure_seeded(0))  # a spend already on record
+    return s
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Session:
+    s = _open(tmp_path / "ledger.db")
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Session:
+    """One session for the many cases that must not change it (each checks that it did not)."""
+    s = _open(tmp_path_factory.mktemp("refusals") / "ledger.db")
+    yield s
+    s.close()
+
+
+def assert_refused(session: Session, query: str, exc: type[BaseException], match: str, **kwargs: Any) -> None:
+    before = _state(session)
+    said: list[str] = []
+    with pytest.raises(exc, match=match):
+        session.sql(query, **({"epsilon": 0.5, "rng": insecure_seeded(1), "progress": said.append} | kwargs))
+    assert said == []  # refused before the engine ran
+    assert _state(session) == before
+    path = session.ledger.path
+    with Session(_frame(), privacy_unit="uid", ledger=path) as other:
+        assert _state(other) == before
+
+
+CASES = [  # (query, extra keyword arguments, exception, message pattern)
+    ("SELECT COUNT(*) FROM t JOIN t AS u ON t.uid = u.uid", {}, UnsupportedError, "join"),
+    ("SELECT COUNT(*) FROM t, t AS u", {}, UnsupportedError, "join"),
+    ("SELECT COUNT(*) FROM (SELECT * FROM t)", {}, UnsupportedError, "subquery in FROM"),
+    ("SELECT COUNT(*) FROM t WHERE x IN (SELECT x FROM t)", {}, UnsupportedError, "subquery in WHERE"),
+    ("WITH a AS (SELECT * FROM t) SELECT COUNT(*) FROM a", {}, UnsupportedError, "WITH"),
+    ("SELECT COUNT(*) FROM t UNION ALL SELECT COUNT(*) FROM t", {}, UnsupportedError, "only SELECT"),
+    ("SELECT * FROM t", {}, UnsupportedError, r"SELECT \* returns individual rows"),
+    ("SELECT x FROM t", {}, UnsupportedError, "neither an aggregate nor a GROUP BY key"),
+    ("SELECT x, COUNT(*) FROM t", {}, UnsupportedError, "neither an aggregate nor a GROUP BY key"),
+    ("SELECT DISTINCT k FROM t", {}, UnsupportedError, "DISTINCT"),
+    ("SELECT MIN(x) FROM t", {"bounds": B}, UnsupportedError, "MIN and MAX have unbounded sensitivity"),
+    ("SELECT k, MAX(x) FROM t GROUP BY k", {"bounds": B, "keys": KEYS}, UnsupportedError, "MIN and MAX"),
+    ("SELECT k, COUNT(*) FROM t GROUP BY k HAVING COUNT(*) > 1", {"keys": KEYS}, UnsupportedError, "HAVING"),
+    ("SELECT SUM(x) OVER () FROM t", {"bounds": B}, UnsupportedError, "not one"),
+    ("SELECT SUM(x) / COUNT(*) FROM t", {"bounds": B}, UnsupportedError, "combines aggregates"),
+    ("SELECT COUNT(DISTINCT k) FROM t", {}, UnsupportedError, "only for the privacy unit"),
+    ("SELECT COUNT(*) FROM t WHERE random() < 0.5", {}, UnsupportedError, "non-deterministic"),
+    ("SELECT COUNT(*) FROM t WHERE now() > TIMESTAMP '2000-01-01'", {}, UnsupportedError, "non-deterministic"),
+    ("SELECT k, COUNT(*) FROM t GROUP BY k, FLOOR(random() * 3)", {"delta": 1e-6}, UnsupportedError,
+     "non-deterministic"),
+    ("SELECT uid, COUNT(*) FROM t GROUP BY uid", {"delta": 1e-6}, UnsupportedError, "privacy unit 'uid'"),
+    ("SELECT COUNT(*) FROM t GROUP BY t.uid", {"delta": 1e-6}, UnsupportedError, "privacy unit 'uid'"),
+    ("SELECT COUNT(*) FROM t LIMIT 1 OFFSET 1", {}, UnsupportedError, "OFFSET"),
+    ("SELECT COUNT(*) FROM t ORDER BY nope", {}, UnsupportedError, "ORDER BY nope"),
+    ("DELETE FROM t", {}, UnsupportedError, "only SELECT"),
+    ("SELECT COUNT(*) FROM t; SELECT COUNT(*) FROM t", {}, UnsupportedError, "one SQL statement"),
+    ("", {}, ValueError, "empty"),
+    ("SELEC COUNT(*) FROM t", {}, ValueError, "could not parse"),
+    ("SELECT SUM(nope) FROM t", {"bounds": B}, ValueError, r"unknown column \['nope'\]"),
+    ("SELECT COUNT(*) FROM t WHERE nope > 1", {}, ValueError, r"unknown column \['nope'\]"),
+    ("SELECT COUNT(*) FROM other", {}, ValueError, "unknown table 'other'"),
+    ("SELECT COUNT(*) FROM read_csv('t.csv')", {}, UnsupportedError, "FROM must name the session's table"),
+    ("SELECT SUM(k) FROM t", {"bounds": {"k": (0, 1)}}, ValueError, "not a number"),
+    ("SELECT AVG(k) FROM t", {"bounds": {"k": (0, 1)}}, ValueError, "not a number"),
+    ("SELECT SUM(x) FROM t", {}, ValueError, "needs clamping bounds for x"),
+    ("SELECT MEDIAN(x) FROM t", {}, ValueError, "needs clamping bounds for x"),
+    ("SELECT SUM(x) FROM t", {"bounds": {"x": (5.0, 5.0)}}, ValueError, "lo < hi"),
+    ("SELECT SUM(x) FROM t", {"bounds": {"x": (6.0, 5.0)}}, ValueError, "lo < hi"),
+    ("SELECT SUM(x) FROM t", {"bounds": {"x": (math.nan, 5.0)}}, ValueError, "finite"),
+    ("SELECT SUM(x) FROM t", {"bounds": {"x": (0.0, math.nan)}}, ValueError, "finite"),
+    ("SELECT SUM(x) FROM t", {"bounds": {"x": (-math.inf, 5.0)}}, ValueError, "finite"),
+    ("SELECT SUM(x) FROM t", {"bounds": {"x": (0.0, math.inf)}}, ValueError, "finite"),
+    ("SELECT SUM(x) FROM t", {"bounds": {"x": "0:5"}}, ValueError, "pair"),
+    ("SELECT SUM(x) FROM t", {"bounds": {"nope": (0, 1), "x": (0, 1)}}, ValueError, "nope"),
+    ("SELECT COUNT(*) FROM t", {"epsilon": 0.0}, ValueError, "epsilon must be finite and > 0"),
+    ("SELECT COUNT(*) FROM t", {"epsilon": -1.0}, ValueError, "epsilon must be finite and > 0"),
+    ("SELECT COUNT(*) FROM t", {"epsilon": math.nan}, ValueError, "epsilon must be finite and > 0; got nan"),
+    ("SELECT COUNT(*) FROM t", {"epsilon": math.inf}, ValueError, "epsilon must be finite and > 0"),
+    ("SELECT COUNT(*) FROM t", {"epsilon": "1"}, TypeError, "epsilon must be a number"),
+    ("SELECT COUNT(*) FROM t", {"delta": -0.1}, ValueError, "delta must be finite and >= 0"),
+    ("SELECT COUNT(*) FROM t", {"delta": 1.0}, ValueError, "delta must be < 1"),
+    ("SELECT COUNT(*) FROM t", {"delta": 1.5}, ValueError, "delta must be < 1"),
+    ("SELECT COUNT(*) FROM t", {"delta": math.nan}, ValueError, "delta must be finite"),
+    ("SELECT COUNT(*) FROM t", {"delta": math.inf}, ValueError, "delta must be finite"),
+    ("SELECT k, COUNT(*) FROM t GROUP BY k", {}, UnsupportedError, "needs delta > 0"),
+    ("SELECT COUNT(*) AS n, SUM(x) AS s FROM t", {"bounds": B, "split": {"n": 0.5, "s": 0.6}}, ValueError,
+     "sum to 1"),
+    ("SELECT COUNT(*) AS n, SUM(x) AS s FROM t", {"bounds": B, "split": {"n": 0.5, "s": 0.4}}, ValueError,
+     "sum to 1"),
+    ("SELECT COUNT(*) AS n, SUM(x) AS s FROM t", {"bounds": B, "split": {"n": 1.0}}, ValueError, "missing"),
+    ("SELECT COUNT(*) AS n, SUM(x) AS s FROM t", {"bounds": B, "split": {"n": math.nan, "s": 1.0}}, ValueError,
+     "sum to 1"),
+    ("SELECT COUNT(*) AS n, SUM(x) AS s FROM t", {"bounds": B, "split": {"n": 1.5, "s": -0.5}}, ValueError,
+     "> 0"),
+    ("SELECT COUNT(*) AS n FROM t", {"split": {"n": 0.5, "partition_selection": 0.5}}, ValueError, "unknown"),
+    ("SELECT COUNT(*) FROM t", {"confidence": 1.0}, ValueError, "confidence"),
+    ("SELECT COUNT(*) FROM t", {"confidence": math.nan}, ValueError, "confidence"),
+    ("SELECT COUNT(*) FROM t", {"max_rows": 0}, ValueError, "max_rows must be an integer >= 1"),
+    ("SELECT COUNT(*) FROM t", {"max_partitions": 1.5}, ValueError, "max_partitions must be an integer >= 1"),
+    ("SELECT COUNT(*) FROM t", {"noise": "gaussian"}, ValueError, "needs delta > 0"),
+    ("SELECT COUNT(*) FROM t", {"noise": "cauchy"}, ValueError, "noise must be"),
+    ("SELECT COUNT(*) FROM t", {"keys": KEYS}, ValueError, "no GROUP BY"),
+    ("SELECT k, COUNT(*) FROM t GROUP BY k", {"keys": {"k": []}}, ValueError, "empty"),
+    ("SELECT k, COUNT(*) FROM t GROUP BY k", {"keys": {"j": ["a"]}}, ValueError, "not group keys"),
+]
+
+
+@pytest.mark.parametrize(("query", "kwargs", "exc", "match"), CASES, ids=[f"{i:02d}" for i in range(len(CASES))])
+def test_refused_with_a_clear_message_and_nothing_spent(shared: Session, query: str, kwargs: dict, exc: type,
+                                                        match: str) -> None:
+    assert_refused(shared, query, exc, match, **kwargs)
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: uuid() parses to sqlglot exp.Uuid, which the non-determinism check "
+                                       "does not list, so a random row filter is accepted and spent")
+def test_uuid_is_refused_as_non_deterministic(session: Session) -> None:
+    assert_refused(session, "SELECT COUNT(*) FROM t WHERE hash(uuid()) % 2 = 0", UnsupportedError,
+                   "non-deterministic")
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: current_localtimestamp() parses to exp.Localtimestamp, missing from "
+                                       "the non-determinism list, so a time-dependent query is accepted and spent")
+def test_localtimestamp_is_refused_as_non_deterministic(session: Session) -> None:
+    assert_refused(session, "SELECT COUNT(*) FROM t WHERE current_localtimestamp() > TIMESTAMP '2000-01-01'",
+                   UnsupportedError, "non-deterministic")
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: TABLESAMPLE / USING SAMPLE is accepted by the parser and silently "
+                                       "dropped by the compiler, so the answer is for the whole table")
+def test_table_sample_is_refused_not_silently_ignored(session: Session) -> None:
+    assert_refused(session, "SELECT COUNT(*) FROM t USING SAMPLE 10%", UnsupportedError, "SAMPLE")
+
+
+def test_an_error_in_the_engine_spends_nothing(session: Session) -> None:
+    """A predicate DuckDB rejects only while running (a failed cast) fails after the check, before the spend."""
+    before = _state(session)
+    with pytest.raises(Exception, match="(?i)conver"):
+        session.sql("SELECT COUNT(*) FROM t WHERE CAST(k AS INTEGER) > 0", epsilon=0.5, rng=insecure_seeded(2))
+    assert _state(session) == before
+
+
+def test_empty_table_is_refused_and_nothing_spent(tmp_path: Path) -> None:
+    empty = pd.DataFrame({"uid": pd.Series([], dtype="int64"), "x": pd.Series([], dtype="float64")})
+    with Session(empty, privacy_unit="uid", ledger=tmp_path / "l.db", budget=PureDP(1.0)) as s:
+        with pytest.raises(ValueError, match="the table is empty"):
+            s.sql("SELECT COUNT(*) FROM t", epsilon=0.5)
+        assert s.ledger.history() == () and s.remaining() == PureDP(1.0)
+
+
+def test_a_delta_query_against_a_pure_budget_is_refused(tmp_path: Path) -> None:
+    with Session(_frame(), privacy_unit="uid", ledger=tmp_path / "l.db", budget=PureDP(1.0)) as s:
+        with pytest.raises(UnsupportedError, match="pure epsilon-DP"):
+            s.sql("SELECT k, COUNT(*) FROM t GROUP BY k", epsilon=0.5, delta=1e-6)
+        assert s.ledger.history() == () and s.remaining() == PureDP(1.0)
+
+
+def test_privacy_unit_must_be_a_column(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="privacy unit column 'user'"):
+        Session(_frame(), privacy_unit="user", ledger=tmp_path / "l.db", budget=PureDP(1.0))
+
+
+def test_exhausted_budget_refuses_before_running(session: Session) -> None:
+    """0.25 + 1.5 of 2.0 spent: a 0.5 query is refused, the engine never runs, and every reader agrees."""
+    session.sql("SELECT COUNT(*) AS n FROM t", epsilon=1.5, rng=insecure_seeded(3))
+    left = session.remaining()
+    assert left.epsilon == pytest.approx(0.25)
+    assert_refused(session, "SELECT COUNT(*) FROM t", BudgetExceededError, "(?i)budget|exceed")
+    with Session(_frame(), privacy_unit="uid", ledger=session.ledger.path) as other:
+        assert other.remaining() == left
+        with pytest.raises(BudgetExceededError):
+            other.sql("SELECT COUNT(*) FROM t", epsilon=0.5)
+        other.sql("SELECT COUNT(*) FROM t", epsilon=0.25, rng=insecure_seeded(4))  # exactly what is left still runs
+        assert other.remaining().epsilon == pytest.approx(0.0, abs=1e-12)
+    assert_refused(session, "SELECT COUNT(*) FROM t", BudgetExceededError, "(?i)budget|exceed", epsilon=1e-3)
