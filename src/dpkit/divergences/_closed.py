@@ -394,50 +394,76 @@ class DiscreteGaussianShift(Evaluator):
     def max_divergence(self) -> Estimate:
         return _exact(math.inf if self.d > 0 else 0.0, self.method)
 
+    def _table(self) -> _DGTable | None:
+        if 2 * (int(math.ceil(39.0 * self.sigma)) + 2 + self.d) > 20_000_000:
+            return None
+        return _dg_table(self.d, self.sigma, self.log_norm)
+
     def hockey_stick(self, epsilon: float) -> Estimate:
+        """Exact sum of p - e^eps q over the atoms with loss > eps (all integers within 39 sigma)."""
         if self.d == 0:
             return _exact(max(0.0, -math.expm1(epsilon)), self.method)
-        s2 = self.sigma**2
-        k_max = math.ceil(self.d / 2.0 - epsilon * s2 / self.d) - 1  # L(k) > eps iff k < D/2 - eps s^2/D
-        reach = int(math.ceil(39.0 * self.sigma)) + 2
-        lo = -reach
-        hi = min(k_max, reach)
-        if hi < lo:
-            if k_max < lo:
-                return _exact(0.0, self.method + " (exact sum)")
-        if hi - lo > 50_000_000:
+        t = self._table()
+        if t is None:
             from dpkit.errors import UnsupportedError
 
             raise UnsupportedError(f"sigma={self.sigma} is too large for the exact discrete-Gaussian sum.")
-        k = np.arange(lo, hi + 1, dtype=np.float64)
-        loss = (self.d**2 - 2.0 * self.d * k) / (2.0 * s2)
-        logp = -(k * k) / (2.0 * s2) - self.log_norm
-        terms = logp + np.log(-np.expm1(epsilon - loss))
-        m = float(np.max(terms))
-        value = math.exp(m) * float(np.sum(np.exp(terms - m)))
+        j = int(np.searchsorted(t.neg_loss, -epsilon, side="left"))  # atoms 0..j-1 have loss > eps
+        if j == 0:
+            return _exact(0.0, self.method + " (exact sum)")
+        terms = t.logp[:j] + np.log(-np.expm1(epsilon - t.loss[:j]))
+        m = float(terms.max())
+        value = math.exp(m) * float(np.exp(terms - m).sum())
         return _exact(min(value, 1.0), self.method + " (exact sum)")
 
     def wasserstein(self, order: float) -> Estimate:
         return _exact(float(self.d), "exact: W_p of a location shift is the shift")
 
     def approx_max_divergence(self, delta: float) -> Estimate:
-        """Exact Newton inversion on the pair's atoms (all integers within 39 sigma of both centres)."""
+        """Exact: the maximum of ln((P(S) - delta)/Q(S)) over the level sets S = {k <= j} (Def 3.6).
+
+        The loss (D^2 - 2Dk)/(2 sigma^2) decreases in k, so the level sets {L > c} are the prefixes
+        of the atoms in increasing k, whose masses are cumulated from the far tail up.
+        """
         if self.d == 0:
             return _exact(math.log1p(-delta) if delta < 1 else -math.inf, self.method)
-        if 2 * (int(math.ceil(39.0 * self.sigma)) + 2 + self.d) > 20_000_000:
+        t = self._table()
+        if t is None:
             return super().approx_max_divergence(delta)
-        value = _finite.approx_max_divergence(_dg_atoms(self.d, self.sigma, self.log_norm), delta)
-        return Estimate(float(value), kind="exact", method=self.method + " (exact atoms)")
+        if delta >= 1.0:
+            return _exact(-math.inf, self.method)
+        start = int(np.searchsorted(t.cp, delta, side="right"))  # first prefix with P(S) > delta
+        if start >= t.cp.size:
+            return _exact(-math.inf, self.method)
+        vals = np.log((t.cp[start:] - delta) / t.cq[start:])
+        # the three roundings above can land a few ulps low; 4 ulps up makes the caller's
+        # forward check (round_up_to_profile) pass at once instead of searching ulp by ulp
+        best = float(vals.max())
+        value = best + 4.0 * math.ulp(best)
+        return Estimate(value, kind="upper", error=value - best + 4.0 * math.ulp(best),
+                        method=self.method + " (exact atoms, level sets, +4 ulp)")
+
+
+class _DGTable:
+    """Atoms of the discrete Gaussian shift pair in increasing k (decreasing loss), with prefix sums."""
+
+    __slots__ = ("logp", "loss", "neg_loss", "cp", "cq")
+
+    def __init__(self, d: int, sigma: float, log_norm: float) -> None:
+        reach = int(math.ceil(39.0 * sigma)) + 2 + d
+        k = np.arange(-reach, reach + 1, dtype=np.float64)
+        self.logp = -(k * k) / (2.0 * sigma**2) - log_norm
+        self.loss = (d**2 - 2.0 * d * k) / (2.0 * sigma**2)
+        self.neg_loss = -self.loss  # increasing, for searchsorted
+        self.cp = np.cumsum(np.exp(self.logp))
+        self.cq = np.cumsum(np.exp(self.logp - self.loss))
+        for a in (self.logp, self.loss, self.neg_loss, self.cp, self.cq):
+            a.flags.writeable = False
 
 
 @functools.lru_cache(maxsize=64)
-def _dg_atoms(d: int, sigma: float, log_norm: float) -> _finite.FiniteArrays:
-    """The discrete Gaussian shift pair's atoms (all integers within 39 sigma), cached: read-only use."""
-    reach = int(math.ceil(39.0 * sigma)) + 2 + d
-    k = np.arange(-reach, reach + 1, dtype=np.float64)
-    logp = -(k * k) / (2.0 * sigma**2) - log_norm
-    loss = (d**2 - 2.0 * d * k) / (2.0 * sigma**2)
-    return _finite.FiniteArrays(np.exp(logp), np.exp(logp - loss), logp, logp - loss)
+def _dg_table(d: int, sigma: float, log_norm: float) -> _DGTable:
+    return _DGTable(d, sigma, log_norm)
 
 
 def _log_tanh_half(t: float) -> float:
