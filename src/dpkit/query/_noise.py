@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpkit.mechanisms import Gaussian, Geometric, Laplace
+from dpkit.mechanisms.gaussian import _bisect_sigma
 
 __all__ = ["Measurement", "Selection", "Split", "gaussian_for_vector", "selection_threshold"]
 
@@ -139,7 +140,7 @@ def gaussian_for_vector(l2: float, epsilon: float, delta: float, dimension: int)
 
     For one value the analytic calibration on the exact discrete profile is used.  For vectors the
     mechanism's guarantee comes from zCDP (CKS 2020, Thm 14 and Cor 13), so sigma is found by
-    bisection on that conversion: the smallest sigma (to 1e-9 relative) whose
+    bisection on that conversion: the smallest sigma (to 1e-12 relative) whose
     ``approx_dp(delta).epsilon`` is <= epsilon, never smaller.
     """
     if dimension == 1:
@@ -148,15 +149,7 @@ def gaussian_for_vector(l2: float, epsilon: float, delta: float, dimension: int)
     def ok(sigma: float) -> bool:
         return float(Gaussian(sensitivity=l2, sigma=sigma, dimension=dimension).approx_dp(delta).epsilon) <= epsilon
 
-    lo = hi = Gaussian(sensitivity=l2, epsilon=epsilon, delta=delta).sigma
-    while not ok(hi):
-        lo, hi = hi, hi * 2.0
-    while hi - lo > 1e-9 * hi:
-        mid = 0.5 * (lo + hi)
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
+    hi = _bisect_sigma(ok, Gaussian(sensitivity=l2, epsilon=epsilon, delta=delta).sigma)
     return Gaussian(sensitivity=l2, sigma=hi, dimension=dimension)
 
 
