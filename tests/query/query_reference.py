@@ -273,3 +273,54 @@ def compile_for(session: Any, plan: Any, salt: str = "0" * 32) -> Any:
                          public_keys=plan.public_keys, salt=salt, buckets=plan.compiled.buckets,
                          partition_order=plan.compiled.order)
 
+
+
+def assert_rows_equal(got: list[tuple[Any, ...]], want: list[tuple[Any, ...]], *, rtol: float = 1e-9,
+                      label: str = "") -> None:
+    """Same rows in any order; numbers equal to ``rtol`` (engines add doubles in their own order), NULLs equal."""
+    order = lambda rows: sorted(rows, key=lambda r: repr(r[:1]) + repr(r))  # noqa: E731
+    got, want = order(got), order(want)
+    assert len(got) == len(want), (label, got, want)
+    for g, w in zip(got, want):
+        assert len(g) == len(w), (label, g, w)
+        for a, b in zip(g, w):
+            if a is None or b is None or isinstance(a, str) or isinstance(b, str):
+                assert a == b, (label, g, w)
+            else:
+                assert close(float(a), float(b), rtol=rtol, atol=1e-12), (label, g, w)
+
+
+def mixed_table(seed: int = 3, rows: int = 240) -> Table:
+    """A fixed table for the backend comparisons: NULL units, NULL keys, NULL/NaN/+-inf values,
+    units with more rows than max_rows and more keys than max_partitions; string keys (whose text
+    is the same in every engine)."""
+    rng = np.random.default_rng(seed)
+    specials = [None, math.nan, math.inf, -math.inf]
+    uid, k, x, y = [], [], [], []
+    for _ in range(rows):
+        uid.append(None if rng.random() < 0.05 else int(rng.integers(0, 30)))
+        k.append(None if rng.random() < 0.1 else str(rng.choice(["a", "b", "c", "d"])))
+        r = rng.random()
+        x.append(specials[int(rng.integers(0, 4))] if r < 0.15 else round(float(rng.uniform(-5, 15)), 3))
+        y.append(int(rng.integers(0, 4)))
+    return {"uid": uid, "k": k, "x": x, "y": y}
+
+
+BACKEND_QUERIES = [  # (query, plan keyword arguments): K binds, public keys, no GROUP BY
+    ("SELECT k, COUNT(*) AS n, COUNT(DISTINCT uid) AS u, COUNT(x) AS c, SUM(x) AS s, AVG(x) AS m, "
+     "VAR_SAMP(x) AS v, QUANTILE_CONT(x, 0.25) AS q FROM t WHERE y > 0 GROUP BY k",
+     dict(epsilon=1.0, delta=1e-6, bounds={"x": (0.0, 10.0)}, max_partitions=2, max_rows=2, quantile_buckets=32)),
+    ("SELECT k, COUNT(*) AS n, SUM(x) AS s FROM t GROUP BY k",
+     dict(epsilon=1.0, bounds={"x": (-2.0, 4.0)}, max_partitions=3, max_rows=3, keys={"k": ["a", "c", "zz", None]})),
+    ("SELECT COUNT(*) AS n, MEDIAN(x) AS med, STDDEV(x) AS sd FROM t",
+     dict(epsilon=1.0, bounds={"x": (-1.0, 12.0)}, max_rows=4, quantile_buckets=64)),
+]
+
+
+def fetch_all(session: Any, plan: Any) -> list[list[tuple[Any, ...]]]:
+    """The raw answer of ``plan`` (compiled for this session's engine with a fixed salt): main, then histograms."""
+    compiled = compile_for(session, plan)
+    dialect = session._backend.dialect
+    out = [session._backend.fetch(compiled.sql(dialect))]
+    out += [session._backend.fetch(compiled.histogram_sql(i, dialect)) for i in sorted(compiled.histograms)]
+    return out
