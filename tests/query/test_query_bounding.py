@@ -175,8 +175,6 @@ def test_public_keys_as_a_dict_are_the_cross_product(open_session) -> None:  # n
                         ("units", "rows"))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: public keys given as tuples filter each key column separately, so rows "
-                                       "outside the public tuples still use up a unit's max_partitions")
 def test_public_key_tuples_drop_other_combinations_before_bounding(open_session) -> None:  # noqa: ANN001
     """keys=[("a", 1), ("b", 2)]: every unit has rows in ("a", 2) and ("b", 2); only ("b", 2) is public.
 

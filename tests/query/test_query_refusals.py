@@ -151,22 +151,16 @@ def test_refused_with_a_clear_message_and_nothing_spent(shared: Session, query: 
     assert_refused(shared, query, exc, match, **kwargs)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: uuid() parses to sqlglot exp.Uuid, which the non-determinism check "
-                                       "does not list, so a random row filter is accepted and spent")
 def test_uuid_is_refused_as_non_deterministic(session: Session) -> None:
     assert_refused(session, "SELECT COUNT(*) FROM t WHERE hash(uuid()) % 2 = 0", UnsupportedError,
                    "non-deterministic")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: current_localtimestamp() parses to exp.Localtimestamp, missing from "
-                                       "the non-determinism list, so a time-dependent query is accepted and spent")
 def test_localtimestamp_is_refused_as_non_deterministic(session: Session) -> None:
     assert_refused(session, "SELECT COUNT(*) FROM t WHERE current_localtimestamp() > TIMESTAMP '2000-01-01'",
                    UnsupportedError, "non-deterministic")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: TABLESAMPLE / USING SAMPLE is accepted by the parser and silently "
-                                       "dropped by the compiler, so the answer is for the whole table")
 def test_table_sample_is_refused_not_silently_ignored(session: Session) -> None:
     assert_refused(session, "SELECT COUNT(*) FROM t USING SAMPLE 10%", UnsupportedError, "SAMPLE")
 
