@@ -164,6 +164,13 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
             if has_null:
                 parts.append(f"({key.expr}) IS NULL")
             filters.append("(" + (" OR ".join(parts) if parts else "FALSE") + ")")
+        columns = [sorted({row[i] for row in public_keys}, key=repr) for i in range(len(spec.keys))]
+        if len(spec.keys) > 1 and len(set(public_keys)) < math.prod(len(c) for c in columns):
+            # not a full cross product: keep exactly the public tuples, so that rows outside them never
+            # take up one of a unit's max_partitions (the per-column IN above is only a cheap pre-filter)
+            tuples = [" AND ".join(f"({key.expr}) IS NOT DISTINCT FROM {literal(v) if v is not None else 'NULL'}"
+                                   for key, v in zip(spec.keys, row)) for row in dict.fromkeys(public_keys)]
+            filters.append("(" + " OR ".join(f"({t})" for t in tuples) + ")")
     select_src = [f"{unit} AS __u"] + [f"({k.expr}) AS {n}" for k, n in zip(spec.keys, keys)]
     select_src += [f"{_clean(v)} AS {v.name}" for v in distinct_values]
     src = f"SELECT {', '.join(select_src)} FROM {spec.table} WHERE {' AND '.join(filters)}"

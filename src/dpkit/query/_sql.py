@@ -37,7 +37,20 @@ __all__ = ["parse_sql"]
 _VARIANCE = {exp.Variance: ("variance", True), exp.VariancePop: ("variance", False),
              exp.Stddev: ("stddev", True), exp.StddevSamp: ("stddev", True), exp.StddevPop: ("stddev", False)}
 _QUANTILE = (exp.PercentileCont, exp.Quantile, exp.ApproxQuantile, exp.PercentileDisc)
-_NONDETERMINISTIC = (exp.Rand, exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime)
+_NONDETERMINISTIC_NAMES = {"random", "rand", "randn", "uuid", "gen_random_uuid", "uuidv4", "uuidv7", "now", "today",
+                           "setseed", "nextval", "currval", "get_current_time", "get_current_timestamp",
+                           "transaction_timestamp", "statement_timestamp", "unix_timestamp", "monotonically_increasing_id",
+                           "spark_partition_id", "input_file_name", "shuffle"}
+
+
+def _nondeterministic(node: exp.Expression) -> bool:
+    """Functions whose value is not fixed by the row: random numbers, clocks, sequences, session state."""
+    cls = type(node).__name__
+    if cls.startswith(("Current", "Local")) or cls in {"Rand", "Randn", "Randstr", "Uuid", "Random", "Shuffle"}:
+        return True
+    if isinstance(node, exp.Anonymous):
+        return str(node.this).lower() in _NONDETERMINISTIC_NAMES
+    return isinstance(node, exp.Func) and node.sql_name().lower() in _NONDETERMINISTIC_NAMES
 
 
 def _refuse(reason: str, fix: str) -> UnsupportedError:
@@ -55,8 +68,7 @@ def _row_level(node: exp.Expression, where: str) -> str:
         if isinstance(sub, exp.AggFunc):
             raise _refuse(f"an aggregate inside {where} ({sub.sql('duckdb')}) is not supported:",
                           "aggregates may appear only at the top of the select list.")
-        if isinstance(sub, _NONDETERMINISTIC) or (isinstance(sub, exp.Anonymous)
-                                                  and str(sub.this).lower() in {"random", "uuid", "gen_random_uuid", "now"}):
+        if _nondeterministic(sub):
             raise _refuse(f"a non-deterministic function in {where} ({sub.sql('duckdb')}) is not supported:",
                           "a query must be a fixed function of the data.")
     return node.sql(dialect="duckdb")
@@ -191,6 +203,10 @@ def parse_sql(text: str, *, table: str, privacy_unit: str, dialect: str = "duckd
     if not isinstance(src, exp.Table) or not isinstance(src.this, exp.Identifier):
         raise _refuse(f"FROM must name the session's table {table!r}; got {src.sql(dialect='duckdb')}.",
                       "the data source is fixed when the session is opened.")
+    if tree.args.get("sample") is not None or src.args.get("sample") is not None:
+        raise _refuse("TABLESAMPLE / USING SAMPLE is not supported: a random sample of rows is not a fixed "
+                      "function of the data, and its privacy amplification is not accounted here;",
+                      "query the whole table.")
     if src.name.lower() != table.lower():
         raise ValueError(f"unknown table {src.name!r}: this session's table is {table!r}.")
 

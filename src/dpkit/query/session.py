@@ -260,6 +260,15 @@ class Session:
                 "GROUP BY without public keys needs private partition selection, which needs delta > 0 "
                 "(a partition only one unit has would otherwise reveal that unit). Pass delta= (--delta), "
                 "or the list of keys (keys= / --keys) if they are public.")
+        if partition_order == "md5" and spec.keys:
+            key_types = self._backend.expression_types([transpile(k.expr, self._backend.dialect) for k in spec.keys])
+            floating = [k.name for k, t in zip(spec.keys, key_types) if t.lower() in ("float", "double", "real")
+                        or t.lower().startswith(("float", "double"))]
+            if floating:
+                raise UnsupportedError(
+                    f"partition_order='md5' cannot rank floating-point group keys {floating}: DuckDB and Spark print "
+                    "doubles differently (1e-05 vs 1.0E-5), so they would keep different partitions. Use "
+                    "partition_order='hash', or group by a rounded, integer, decimal or text form of the key.")
         k_eff = 1 if not spec.keys else (min(k_max, len(public)) if public is not None else k_max)
         plan_split = self._split(spec, values, eps, dl, k_eff, l_max, noise, split, public is None and bool(spec.keys))
         salt = secrets.token_hex(16)
