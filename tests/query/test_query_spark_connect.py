@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from spark_cases import FAST, JVM, check_end_to_end, check_engines_agree
+from spark_cases import FAST, check_end_to_end, check_engines_agree
 
 pytest.importorskip("pyspark")
 pytest.importorskip("grpc")
@@ -26,10 +26,9 @@ pytestmark = [pytest.mark.spark,
 def spark() -> Any:
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.remote("local[2]").appName("dpkit-tests")
-    for key, value in JVM.items():  # used only if this module starts the JVM (run on its own)
-        builder = builder.config(key, value)
-    s = builder.getOrCreate()
+    # JVM options cannot be passed through remote(): Connect sets every builder option at run time and
+    # warns that it cannot; run after the classic module, the JVM it started (with them) is reused
+    s = SparkSession.builder.remote("local[2]").appName("dpkit-tests").getOrCreate()
     for key, value in FAST.items():
         s.conf.set(key, value)
     yield s
