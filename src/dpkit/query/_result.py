@@ -183,7 +183,7 @@ def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[i
             s, s_lo, s_hi = prims["centered_sum"]
             mid, r = v.mid, (v.hi - v.lo) / 2.0
             with np.errstate(divide="ignore", invalid="ignore"):
-                mean_c = np.where(c >= 1.0, s / np.maximum(c, 1.0), 0.0)
+                mean_c = np.where(c > 0.0, s / np.where(c > 0.0, c, 1.0), 0.0)
             mean_c = np.clip(mean_c, -r, r)
             m_lo, m_hi = _div_interval(s_lo, s_hi, c_lo, c_hi)
             m_lo, m_hi = np.clip(m_lo, -r, r), np.clip(m_hi, -r, r)
@@ -192,7 +192,7 @@ def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[i
             else:
                 qv, q_lo, q_hi = prims["centered_squares"]
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    e2 = np.where(c >= 1.0, qv / np.maximum(c, 1.0), 0.0)
+                    e2 = np.where(c > 0.0, qv / np.where(c > 0.0, c, 1.0), 0.0)
                 var = np.clip(e2 - mean_c**2, 0.0, r * r)
                 e2_lo, e2_hi = _div_interval(np.maximum(q_lo, 0.0), np.maximum(q_hi, 0.0), c_lo, c_hi)
                 sq_lo = np.where((m_lo <= 0) & (m_hi >= 0), 0.0, np.minimum(m_lo**2, m_hi**2))

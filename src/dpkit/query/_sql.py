@@ -210,6 +210,12 @@ def parse_sql(text: str, *, table: str, privacy_unit: str, dialect: str = "duckd
     if src.name.lower() != table.lower():
         raise ValueError(f"unknown table {src.name!r}: this session's table is {table!r}.")
 
+    for col in tree.find_all(exp.Column):  # t.x -> x: the relation is renamed for the engine
+        if col.table:
+            if col.table.lower() != table.lower() or col.args.get("db") or col.args.get("catalog"):
+                raise ValueError(f"unknown table {col.table!r} in {col.sql(dialect='duckdb')}: this session's "
+                                 f"table is {table!r}.")
+            col.set("table", None)
     columns: set[str] = set()
     where = None
     if tree.args.get("where") is not None:
