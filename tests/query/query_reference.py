@@ -63,6 +63,21 @@ def rows_of(table: Table) -> list[dict[str, Any]]:
     return [dict(zip(names, vals)) for vals in zip(*table.values())]
 
 
+def csv_text(table: dict[str, list[Any]]) -> str:
+    """CSV whose NULLs are empty fields and NaN / +-inf are spelled as both DuckDB and Spark read them."""
+    def cell(v: object) -> str:
+        if v is None:
+            return ""
+        if isinstance(v, float) and math.isnan(v):
+            return "NaN"
+        if isinstance(v, float) and math.isinf(v):
+            return "Inf" if v > 0 else "-Inf"
+        return str(v)
+
+    lines = [",".join(table)] + [",".join(cell(v) for v in row) for row in zip(*table.values())]
+    return "\n".join(lines) + "\n"
+
+
 # ---------------------------------------------------------------- the reference
 def clean(x: Any, lo: float | None, hi: float | None) -> float | None:
     """NULL or NaN -> dropped (None); else clamped to [lo, hi] when bounds are given."""

@@ -9,7 +9,6 @@ raw aggregates on Spark, read from a Parquet file as a DataFrame and from a CSV 
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -19,22 +18,7 @@ import pytest
 from dpkit.guarantees import ApproxDP
 from dpkit.query import Session
 from dpkit.random import insecure_seeded
-from query_reference import BACKEND_QUERIES, assert_rows_equal, fetch_all, mixed_table, to_arrow
-
-
-def csv_text(table: dict[str, list[Any]]) -> str:
-    """CSV whose NULLs are empty fields and NaN / +-inf are spelled as both DuckDB and Spark read them."""
-    def cell(v: object) -> str:
-        if v is None:
-            return ""
-        if isinstance(v, float) and math.isnan(v):
-            return "NaN"
-        if isinstance(v, float) and math.isinf(v):
-            return "Inf" if v > 0 else "-Inf"
-        return str(v)
-
-    lines = [",".join(table)] + [",".join(cell(v) for v in row) for row in zip(*table.values())]
-    return "\n".join(lines) + "\n"
+from query_reference import BACKEND_QUERIES, assert_rows_equal, csv_text, fetch_all, mixed_table, to_arrow
 
 
 def write_sources(directory: Path) -> tuple[Path, Path]:

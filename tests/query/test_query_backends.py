@@ -10,33 +10,23 @@ the same helpers in ``test_query_spark_classic.py`` and ``test_query_spark_conne
 
 from __future__ import annotations
 
-import math
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from dpkit.guarantees import ApproxDP
 from dpkit.query import Session
-from query_reference import BACKEND_QUERIES, assert_rows_equal, fetch_all, mixed_table, to_arrow
+from query_reference import BACKEND_QUERIES, assert_rows_equal, csv_text, fetch_all, mixed_table, to_arrow
 
 
-def _csv_text(table: dict) -> str:
-    def cell(v: object) -> str:
-        if v is None:
-            return ""
-        if isinstance(v, float) and math.isnan(v):
-            return "NaN"
-        if isinstance(v, float) and math.isinf(v):
-            return "Inf" if v > 0 else "-Inf"
-        return str(v)
-
-    names = list(table)
-    lines = [",".join(names)] + [",".join(cell(v) for v in row) for row in zip(*table.values())]
-    return "\n".join(lines) + "\n"
+def _budget() -> ApproxDP:
+    return ApproxDP(epsilon=1.0, delta=1e-6)
 
 
 @pytest.fixture(scope="module")
-def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+def sources(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
     import pandas as pd
     import polars as pl
     import pyarrow as pa
@@ -46,14 +36,15 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     table = mixed_table()
     arrow = to_arrow(table)
     pq.write_table(arrow, d / "t.parquet")
-    (d / "t.csv").write_text(_csv_text(table))
+    (d / "t.csv").write_text(csv_text(table))
     con = duckdb.connect()
     con.execute(f"CREATE TABLE events AS SELECT * FROM read_parquet('{d / 't.parquet'}')")
     # pandas with nullable Int64, so that uid stays an integer column (a float64 uid is another table:
     # its units hash, and print, differently)
     frame = arrow.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
-    return {"arrow": arrow, "pandas": frame, "polars": pl.from_arrow(arrow),
-            "parquet": d / "t.parquet", "csv": d / "t.csv", "connection": con}
+    yield {"arrow": arrow, "pandas": frame, "polars": pl.from_arrow(arrow),
+           "parquet": d / "t.parquet", "csv": d / "t.csv", "connection": con}
+    con.close()
 
 
 @pytest.mark.parametrize("index", range(len(BACKEND_QUERIES)))
@@ -78,12 +69,6 @@ def test_every_duckdb_source_gives_the_same_raw_aggregates(sources: dict, tmp_pa
         for name, s in sessions.items():
             if name != "connection":  # the caller's connection stays open: it is theirs
                 s.close()
-
-
-def _budget():  # noqa: ANN202
-    from dpkit.guarantees import ApproxDP
-
-    return ApproxDP(epsilon=1.0, delta=1e-6)
 
 
 def test_a_callers_connection_is_left_open(sources: dict, tmp_path: Path) -> None:
