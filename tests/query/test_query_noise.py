@@ -13,6 +13,7 @@ independent noise, so one query gives 4000 draws.
   Binomial(n, P(|Z| <= h)); P(|Z| <= h) must be >= 0.95 with h the smallest such integer.
 * SUM (Laplace on a fine grid) covers about 95%: two-sided binomial test against 0.95.
 * AVG (interval arithmetic over two intervals at 97.5%) covers at least 95%: one-sided test.
+* Gaussian noise (``noise="gaussian"``): the stated sigma (KS test) and coverage of at least 95%.
 
 ALPHA = 1e-6 throughout, ``insecure_seeded`` with fixed seeds (so the outcome is deterministic);
 critical values come from ``scipy.stats`` at run time.
@@ -53,11 +54,11 @@ def data() -> tuple[dict, dict]:
 
 @pytest.fixture(scope="module")
 def session(data, tmp_path_factory):  # noqa: ANN001, ANN201
-    from dpkit.guarantees import PureDP
+    from dpkit.guarantees import ApproxDP
     from dpkit.query import Session
 
     s = Session(to_arrow(data[0]), privacy_unit="uid", ledger=tmp_path_factory.mktemp("noise") / "l.db",
-                budget=PureDP(100.0))
+                budget=ApproxDP(epsilon=100.0, delta=1e-3))
     yield s
     s.close()
 
@@ -123,3 +124,26 @@ def test_sum_intervals_cover_about_95_percent_and_avg_at_least(session, data) ->
     assert stats.binomtest(sum(sums), n_s, 0.95).pvalue > ALPHA
     assert stats.binomtest(sum(means), n_m, 0.95, alternative="less").pvalue > ALPHA
     assert sum(means) / n_m < 1.0  # the AVG intervals are informative here, not [lo, hi] everywhere
+
+
+def test_gaussian_noise_has_the_stated_sigma_and_intervals_cover_at_least_95_percent(session, data) -> None:  # noqa: ANN001
+    """noise="gaussian": noisy - true COUNT(*) is N(0, sigma^2) on a grid far finer than sigma (KS test
+    against the continuous normal at ALPHA; power: sigma x 1.25 is rejected); the intervals cover at
+    least 95% (one-sided binomial test).  They are conservative here (about 99.3%): beyond 2e5 grid
+    units the discrete Gaussian's half-width comes from a sub-Gaussian tail bound
+    (``mechanisms.gaussian.discrete_gaussian_half_width``)."""
+    _, truth = data
+    noise, covered, sigmas = [], [], set()
+    for seed in (200, 201):
+        r = session.sql("SELECT k, COUNT(*) AS n FROM t GROUP BY k", epsilon=1.0, delta=1e-6, noise="gaussian",
+                        keys={"k": KEYS}, max_partitions=K, max_rows=L, rng=insecure_seeded(seed))
+        sigmas.add(r.scales["n"]["rows"])
+        for (key, value), (lo, hi) in zip(r.rows, r.intervals["n"]):
+            want = truth[(key,)]["rows"]
+            noise.append(value - want)
+            covered.append(lo <= want <= hi)
+    (sigma,) = sigmas
+    draws = np.asarray(noise)
+    assert stats.kstest(draws, stats.norm(scale=sigma).cdf).pvalue > ALPHA
+    assert stats.kstest(draws, stats.norm(scale=1.25 * sigma).cdf).pvalue < ALPHA
+    assert stats.binomtest(sum(covered), len(covered), 0.95, alternative="less").pvalue > ALPHA
