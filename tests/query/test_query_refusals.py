@@ -190,6 +190,38 @@ def test_a_data_dependent_engine_error_is_not_a_free_oracle(tmp_path: Path, quer
             assert s.remaining() == PureDP(0.5), said
 
 
+@pytest.mark.xfail(strict=True, reason="BUG: a release that fails on the engine's answer (a clamped SUM that "
+                                       "overflows to inf) aborts its reservation, so the failure is a free "
+                                       "data-dependent bit")
+def test_an_overflowing_sum_is_not_a_free_oracle(tmp_path: Path) -> None:
+    """bounds (0, 1e308): D' (one unit at 1e308) answers; D (two units at 1e308) sums to inf and fails.
+    Both ran on the data, so both must be charged."""
+    kwargs = dict(epsilon=0.25, bounds={"x": (0.0, 1e308)}, rng=insecure_seeded(0))
+    with Session(pd.DataFrame({"uid": [1, 2], "x": [1e308, 0.0]}), privacy_unit="uid", ledger=tmp_path / "d2.db",
+                 budget=PureDP(1.0)) as neighbour:
+        neighbour.sql("SELECT SUM(x) AS s FROM t", **kwargs)
+        assert neighbour.remaining() == PureDP(0.75)
+    with Session(pd.DataFrame({"uid": [1, 2], "x": [1e308, 1e308]}), privacy_unit="uid", ledger=tmp_path / "d.db",
+                 budget=PureDP(1.0)) as s:
+        with pytest.raises(ValueError):
+            s.sql("SELECT SUM(x) AS s FROM t", **kwargs)
+        assert s.remaining() == PureDP(0.75)
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: bounds are checked finite, but the sensitivity they give (hi - lo, "
+                                       "L * max|bound|) can overflow to inf; the plan accepts it and the release "
+                                       "fails later with 'sensitivity must be finite'")
+@pytest.mark.parametrize(("query", "bounds", "max_rows"), [("SELECT AVG(x) AS m FROM t", (-1e308, 1e308), 1),
+                                                           ("SELECT SUM(x) AS s FROM t", (0.0, 1e308), 10)],
+                         ids=["avg-width", "sum-rows"])
+def test_bounds_whose_sensitivity_overflows_are_refused_by_the_plan(shared: Session, query: str,
+                                                                    bounds: tuple[float, float], max_rows: int) -> None:
+    before = _state(shared)
+    with pytest.raises(ValueError, match="bounds|sensitivity"):
+        shared.plan(query, epsilon=0.5, bounds={"x": bounds}, max_rows=max_rows)
+    assert _state(shared) == before
+
+
 def test_empty_table_is_refused_and_nothing_spent(tmp_path: Path) -> None:
     empty = pd.DataFrame({"uid": pd.Series([], dtype="int64"), "x": pd.Series([], dtype="float64")})
     with Session(empty, privacy_unit="uid", ledger=tmp_path / "l.db", budget=PureDP(1.0)) as s:
