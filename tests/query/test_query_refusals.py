@@ -168,49 +168,68 @@ def test_table_sample_is_refused_not_silently_ignored(session: Session) -> None:
     assert_refused(session, "SELECT COUNT(*) FROM t USING SAMPLE 10%", UnsupportedError, "SAMPLE")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the spend is reserved only after the engine returns, so a query that "
-                                       "fails in the engine on some rows (error(), a failed CAST) costs nothing: a "
-                                       "free data-dependent bit, and the engine's message can quote a row's value")
-@pytest.mark.parametrize("query", ["SELECT COUNT(*) AS n FROM t WHERE CASE WHEN x > 100 THEN error('found') ELSE TRUE END",
-                                   "SELECT COUNT(*) AS n FROM t WHERE CAST(k AS INTEGER) > 0"],
-                         ids=["error()", "failed-cast"])
-def test_a_data_dependent_engine_error_is_not_a_free_oracle(tmp_path: Path, query: str) -> None:
-    """Neighbours: D has unit 42 (x = 500, k = 'bob'), D' does not.  On D' the query answers (and is
-    charged); on D the engine fails.  Telling D from D' must cost budget too: the failure has to be
-    charged once the engine has read the data (or the query refused before it runs)."""
-    d = pd.DataFrame({"uid": [1, 2, 42], "x": [1.0, 2.0, 500.0], "k": ["1", "2", "bob"]})
-    with Session(d.iloc[:2], privacy_unit="uid", ledger=tmp_path / "d2.db", budget=PureDP(1.0)) as neighbour:
-        neighbour.sql(query, epsilon=0.5, rng=insecure_seeded(0))
-        assert neighbour.remaining() == PureDP(0.5)
-    with Session(d, privacy_unit="uid", ledger=tmp_path / "d.db", budget=PureDP(1.0)) as s:
-        said: list[str] = []
-        with pytest.raises(Exception):  # noqa: B017 - the engine's own exception type
-            s.sql(query, epsilon=0.5, rng=insecure_seeded(0), progress=said.append)
-        if said:  # the engine ran on the data: its failure is a release and must be on record
-            assert s.remaining() == PureDP(0.5), said
+def test_functions_that_raise_on_some_rows_are_refused_before_anything_runs(tmp_path: Path) -> None:
+    """error() would fail the query only on tables holding a matching row: a free data-dependent bit.
+    It is refused before the engine runs, on D and on its neighbour D' alike, and nothing is spent."""
+    d = pd.DataFrame({"uid": [1, 2, 42], "x": [1.0, 2.0, 500.0]})
+    query = "SELECT COUNT(*) AS n FROM t WHERE CASE WHEN x > 100 THEN error('found') ELSE TRUE END"
+    for table, name in ((d, "d"), (d.iloc[:2], "d2")):
+        with Session(table, privacy_unit="uid", ledger=tmp_path / f"{name}.db", budget=PureDP(1.0)) as s:
+            said: list[str] = []
+            with pytest.raises(UnsupportedError, match="raises an error on some rows"):
+                s.sql(query, epsilon=0.5, rng=insecure_seeded(0), progress=said.append)
+            assert said == [] and s.ledger.history() == () and s.remaining() == PureDP(1.0)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a release that fails on the engine's answer (a clamped SUM that "
-                                       "overflows to inf) aborts its reservation, so the failure is a free "
-                                       "data-dependent bit")
-def test_an_overflowing_sum_is_not_a_free_oracle(tmp_path: Path) -> None:
-    """bounds (0, 1e308): D' (one unit at 1e308) answers; D (two units at 1e308) sums to inf and fails.
-    Both ran on the data, so both must be charged."""
+def test_a_cast_that_fails_on_one_row_gives_null_not_an_error(tmp_path: Path) -> None:
+    """CAST is compiled as TRY_CAST: 'bob' becomes NULL (the row fails the filter) instead of failing the
+    query, so D and its neighbour D' both answer, are both charged, and agree before noise."""
+    d = pd.DataFrame({"uid": [1, 2, 42], "k": ["1", "2", "bob"]})
+    query = "SELECT COUNT(*) AS n FROM t WHERE CAST(k AS INTEGER) > 0"
+    raw = []
+    for table, name in ((d, "d"), (d.iloc[:2], "d2")):
+        with Session(table, privacy_unit="uid", ledger=tmp_path / f"{name}.db", budget=PureDP(1.0)) as s:
+            assert "TRY_CAST" in s.plan(query, epsilon=0.5).sql
+            s.sql(query, epsilon=0.5, rng=insecure_seeded(0))
+            assert s.remaining() == PureDP(0.5)
+            raw.append(s._backend.fetch(s.plan(query, epsilon=0.5).sql))
+    assert raw[0] == raw[1]
+
+
+def test_an_engine_failure_after_the_data_is_read_is_charged(tmp_path: Path) -> None:
+    """Whatever fails once the engine may have read rows is charged (the reservation is committed, not
+    aborted), and the engine's message, which can quote a row, is withheld.  The engine is made to fail
+    by replacing its fetch: the real causes (error(), failing casts, overflow) are refused or made total."""
+    from dpkit.query import DataDependentFailure
+
+    with Session(_frame(), privacy_unit="uid", ledger=tmp_path / "l.db", budget=PureDP(1.0)) as s:
+        fetch = s._backend.fetch
+
+        def failing(sql: str) -> list:
+            raise RuntimeError("Conversion Error: could not convert 'row value 42'")
+
+        s._backend.fetch = failing  # type: ignore[method-assign]
+        try:
+            with pytest.raises(DataDependentFailure, match="is spent") as e:
+                s.sql("SELECT COUNT(*) AS n FROM t", epsilon=0.5)
+            assert "42" not in str(e.value)
+        finally:
+            s._backend.fetch = fetch  # type: ignore[method-assign]
+        assert [x.state for x in s.ledger.history()] == ["committed"] and s.remaining() == PureDP(0.5)
+
+
+def test_bounds_too_large_to_sum_safely_are_refused_on_both_neighbours(tmp_path: Path) -> None:
+    """bounds (0, 1e308) would let two units' SUM overflow to inf on D but not on D'; the plan refuses
+    them on both, before anything runs or is spent."""
     kwargs = dict(epsilon=0.25, bounds={"x": (0.0, 1e308)}, rng=insecure_seeded(0))
-    with Session(pd.DataFrame({"uid": [1, 2], "x": [1e308, 0.0]}), privacy_unit="uid", ledger=tmp_path / "d2.db",
-                 budget=PureDP(1.0)) as neighbour:
-        neighbour.sql("SELECT SUM(x) AS s FROM t", **kwargs)
-        assert neighbour.remaining() == PureDP(0.75)
-    with Session(pd.DataFrame({"uid": [1, 2], "x": [1e308, 1e308]}), privacy_unit="uid", ledger=tmp_path / "d.db",
-                 budget=PureDP(1.0)) as s:
-        with pytest.raises(ValueError):
-            s.sql("SELECT SUM(x) AS s FROM t", **kwargs)
-        assert s.remaining() == PureDP(0.75)
+    for x, name in (([1e308, 0.0], "d2"), ([1e308, 1e308], "d")):
+        with Session(pd.DataFrame({"uid": [1, 2], "x": x}), privacy_unit="uid", ledger=tmp_path / f"{name}.db",
+                     budget=PureDP(1.0)) as s:
+            with pytest.raises(ValueError, match="must lie within"):
+                s.sql("SELECT SUM(x) AS s FROM t", **kwargs)
+            assert s.ledger.history() == ()
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: bounds are checked finite, but the sensitivity they give (hi - lo, "
-                                       "L * max|bound|) can overflow to inf; the plan accepts it and the release "
-                                       "fails later with 'sensitivity must be finite'")
 @pytest.mark.parametrize(("query", "bounds", "max_rows"), [("SELECT AVG(x) AS m FROM t", (-1e308, 1e308), 1),
                                                            ("SELECT SUM(x) AS s FROM t", (0.0, 1e308), 10)],
                          ids=["avg-width", "sum-rows"])
@@ -257,8 +276,6 @@ def test_exhausted_budget_refuses_before_running(session: Session) -> None:
     assert_refused(session, "SELECT COUNT(*) FROM t", BudgetExceededError, "(?i)budget|exceed", epsilon=1e-3)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the privacy-unit check looks only for a bare Column, so GROUP BY (uid) "
-                                       "(a Paren node) groups by the unit and is answered")
 def test_grouping_by_the_parenthesised_privacy_unit_is_refused(session: Session) -> None:
     assert_refused(session, "SELECT COUNT(*) AS n FROM t GROUP BY (uid)", UnsupportedError, "privacy unit 'uid'",
                    delta=1e-6)

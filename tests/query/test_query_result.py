@@ -168,9 +168,6 @@ def test_plan_shows_the_split_and_costs_nothing(session: Session, tmp_path: Path
     assert session.ledger.history() == before
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: public keys of another Python type than the column (date or boolean "
-                                       "text, ints for text) match rows in SQL by implicit cast but not the result's "
-                                       "dict lookup, so every partition is released as 0 + noise")
 @pytest.mark.parametrize(("column", "keys"), [("d", ["2024-01-01", "2024-01-02"]), ("b", ["true", "false"]),
                                               ("k", [1, 2])], ids=["date-as-text", "boolean-as-text", "int-for-text"])
 def test_public_keys_of_another_type_match_or_are_refused(open_session, column: str, keys: list) -> None:  # noqa: ANN001

@@ -98,8 +98,6 @@ def test_md5_order_agrees_for_decimal_date_timestamp_boolean_and_text_keys(spark
     assert_rows_equal(fetch_all(sp, plan)[0], want, label="spark vs duckdb")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: SparkBackend.from_table quotes the name with Spark backticks, but the "
-                                       "compiled statement is DuckDB SQL that sqlglot must parse, so every query fails")
 def test_a_spark_catalog_table_by_name(spark: Any, tmp_path: Path) -> None:
     """``Session(None, engine="spark", spark=..., table=name)`` reads a table (here a temp view) by name."""
     from dpkit.random import insecure_seeded

@@ -12,6 +12,6 @@ r"""Differentially private aggregate queries over real tables (DuckDB embedded, 
 from dpkit.query._result import QueryResult
 from dpkit.query._spec import Aggregate, Key, QuerySpec
 from dpkit.query._sql import parse_sql
-from dpkit.query.session import QueryPlan, Session
+from dpkit.query.session import DataDependentFailure, QueryPlan, Session
 
-__all__ = ["Aggregate", "Key", "QueryPlan", "QueryResult", "QuerySpec", "Session", "parse_sql"]
+__all__ = ["Aggregate", "DataDependentFailure", "Key", "QueryPlan", "QueryResult", "QuerySpec", "Session", "parse_sql"]

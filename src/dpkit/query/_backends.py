@@ -38,7 +38,18 @@ class Backend(Protocol):
 
     def is_empty(self) -> bool: ...
 
+    def cast_values(self, values: list[Any], type_name: str) -> list[Any]: ...
+
     def fetch(self, sql: str) -> list[tuple[Any, ...]]: ...
+
+
+def _cast_values(fetch: Any, values: list[Any], type_name: str, dialect: str) -> list[Any]:
+    if not values:
+        return []
+    rows = ", ".join(f"({i}, {exp.convert(v).sql(dialect=dialect)})" for i, v in enumerate(values))
+    table = f"(VALUES {rows}) AS v(i, x)"
+    got = dict(fetch(f"SELECT i, CAST(x AS {type_name}) FROM {table}"))
+    return [got[i] for i in range(len(values))]
 
 
 def _quote(name: str, dialect: str) -> str:
@@ -105,6 +116,10 @@ class DuckDBBackend:
     def is_empty(self) -> bool:
         return not self._con.execute(f"SELECT 1 FROM {self.relation} LIMIT 1").fetchall()
 
+    def cast_values(self, values: list[Any], type_name: str) -> list[Any]:
+        """``values`` converted by the engine to ``type_name`` (None stays None), in order."""
+        return _cast_values(self.fetch, values, type_name, "duckdb")
+
     def fetch(self, sql: str) -> list[tuple[Any, ...]]:
         return [tuple(r) for r in self._con.execute(sql).fetchall()]
 
@@ -123,9 +138,10 @@ class SparkBackend:
     dialect = "spark"
     name = "spark"
 
-    def __init__(self, spark: Any, relation: str) -> None:
+    def __init__(self, spark: Any, relation: str, native: str | None = None) -> None:
         self._spark = spark
-        self.relation = relation
+        self.relation = relation  # as written in the DuckDB-dialect SQL that is transpiled for Spark
+        self.native = native or relation  # as written in Spark SQL
 
     @classmethod
     def from_dataframe(cls, df: Any) -> SparkBackend:
@@ -151,22 +167,36 @@ class SparkBackend:
 
     @classmethod
     def from_table(cls, spark: Any, table: str) -> SparkBackend:
-        return cls(spark, ".".join(_quote(part, "spark") for part in table.split(".")))
+        parts = table.split(".")
+        return cls(spark, ".".join(_quote(p, "duckdb") for p in parts), ".".join(_quote(p, "spark") for p in parts))
 
     def schema(self) -> dict[str, str]:
-        return {name: str(t) for name, t in self._spark.sql(f"SELECT * FROM {self.relation} LIMIT 0").dtypes}
+        return {name: str(t) for name, t in self._spark.sql(f"SELECT * FROM {self.native} LIMIT 0").dtypes}
 
     def expression_types(self, exprs: list[str]) -> list[str]:
         if not exprs:
             return []
         cols = ", ".join(f"({e}) AS c{i}" for i, e in enumerate(exprs))
-        return [str(t) for _, t in self._spark.sql(f"SELECT {cols} FROM {self.relation} LIMIT 0").dtypes]
+        return [str(t) for _, t in self._spark.sql(f"SELECT {cols} FROM {self.native} LIMIT 0").dtypes]
 
     def is_empty(self) -> bool:
-        return not self._spark.sql(f"SELECT 1 FROM {self.relation} LIMIT 1").collect()
+        return not self._spark.sql(f"SELECT 1 FROM {self.native} LIMIT 1").collect()
+
+    def cast_values(self, values: list[Any], type_name: str) -> list[Any]:
+        return _cast_values(self.fetch, values, type_name, "spark")
 
     def fetch(self, sql: str) -> list[tuple[Any, ...]]:
-        return [tuple(r) for r in self._spark.sql(sql).collect()]
+        """Run ``sql`` with ANSI mode off, so that overflow or a bad cast on some row gives NULL, not an error."""
+        conf = self._spark.conf
+        before = conf.get("spark.sql.ansi.enabled", None)
+        conf.set("spark.sql.ansi.enabled", "false")
+        try:
+            return [tuple(r) for r in self._spark.sql(sql).collect()]
+        finally:
+            if before is None:
+                conf.unset("spark.sql.ansi.enabled")
+            else:
+                conf.set("spark.sql.ansi.enabled", before)
 
     def progress(self, on: bool) -> None:  # Spark shows its own console progress
         return None

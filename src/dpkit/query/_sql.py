@@ -71,6 +71,15 @@ def _row_level(node: exp.Expression, where: str) -> str:
         if _nondeterministic(sub):
             raise _refuse(f"a non-deterministic function in {where} ({sub.sql('duckdb')}) is not supported:",
                           "a query must be a fixed function of the data.")
+    for sub in node.walk():
+        if isinstance(sub, (exp.Anonymous, exp.Func)):
+            name = (str(sub.this) if isinstance(sub, exp.Anonymous) else sub.sql_name()).lower()
+            if name in {"error", "raise_error", "assert_true"}:
+                raise _refuse(f"{sub.sql('duckdb')} in {where} raises an error on some rows, which would tell "
+                              "whether such a row exists;", "filter those rows out instead.")
+    # CAST -> TRY_CAST: a value that does not convert becomes NULL (dropped by the NULL policy)
+    # instead of failing the whole query on one unit's row
+    node = node.transform(lambda n: exp.TryCast(this=n.this, to=n.args["to"]) if type(n) is exp.Cast else n)
     return node.sql(dialect="duckdb")
 
 
@@ -246,7 +255,10 @@ def parse_sql(text: str, *, table: str, privacy_unit: str, dialect: str = "duckd
         elif isinstance(g, exp.Column) and not g.table and g.name in aliases and g.name not in table_columns:
             g = aliases[g.name]  # GROUP BY <alias>; a real column of that name wins, as in DuckDB
         sql = _row_level(g, "GROUP BY")
-        if isinstance(g, exp.Column) and g.name == privacy_unit:
+        bare = g
+        while isinstance(bare, exp.Paren):
+            bare = bare.this
+        if isinstance(bare, exp.Column) and bare.name == privacy_unit:
             raise _refuse(f"grouping by the privacy unit {privacy_unit!r} would release one group per unit;",
                           "group by attributes shared by many units.")
         key_sql.append(sql)

@@ -38,7 +38,7 @@ from typing import Any, Callable
 import numpy as np
 from sqlglot import exp as _exp
 
-from dpkit.errors import UnsupportedError
+from dpkit.errors import DpkitError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PureDP
 from dpkit.ledger import SQLiteLedger
 from dpkit.mechanisms import Exponential
@@ -49,7 +49,11 @@ from dpkit.query._result import QueryResult, finish_aggregates
 from dpkit.query._spec import Aggregate, Key, QuerySpec
 from dpkit.query._sql import parse_sql
 
-__all__ = ["QueryPlan", "Session"]
+__all__ = ["DataDependentFailure", "QueryPlan", "Session"]
+
+
+class DataDependentFailure(DpkitError):
+    """The engine failed after reading the data; the query's budget was spent (the failure may depend on it)."""
 
 _BOUNDS_HINT = "pass bounds={{{name!r}: (lo, hi)}} (command line: --bounds {name}=LO:HI)"
 
@@ -100,9 +104,9 @@ class QueryPlan:
         return "\n".join(lines)
 
 
-def _check_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1; got {value!r}.")
+def _check_int(name: str, value: object, *, most: int = 10**9) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= most:
+        raise ValueError(f"{name} must be an integer >= 1 (and at most {most:.0e}); got {value!r}.")
     return int(value)
 
 
@@ -347,7 +351,17 @@ class Session:
         if not rows:
             raise ValueError("the list of public keys is empty.")
         types = self._backend.expression_types([transpile(k.expr, self._backend.dialect) for k in spec.keys])
-        rows = [tuple(_coerce(v, t) for v, t in zip(r, types)) for r in rows]
+        # each key value in its column's type, converted by the engine itself (so '2024-01-01' matches a
+        # DATE, 'true' a BOOLEAN, 1 a text '1' exactly as the engine compares them)
+        converted = []
+        for i, (key, type_name) in enumerate(zip(spec.keys, types)):
+            values = list(dict.fromkeys(r[i] for r in rows))
+            try:
+                cast = self._backend.cast_values(values, type_name)
+            except Exception as exc:  # noqa: BLE001 - public values only: the message is safe to show
+                raise ValueError(f"the public keys of {key.name!r} do not convert to its type {type_name}: {exc}") from None
+            converted.append(dict(zip(values, cast)))
+        rows = [tuple(converted[i][v] for i, v in enumerate(r)) for r in rows]
         return list(dict.fromkeys(rows))
 
     @staticmethod
@@ -466,18 +480,30 @@ class Session:
                          quantile_buckets=quantile_buckets, dialect=dialect, partition_order=partition_order)
         if not 0.0 < confidence < 1.0:
             raise ValueError(f"confidence must be in (0, 1); got {confidence!r}.")
-        self.ledger.check(plan.guarantee)  # refuse before running anything
-        say(f"bounding contributions and aggregating in {self.engine}")
-        raw = self._backend.fetch(plan.compiled.sql(self._backend.dialect))
-        hists = {i: self._backend.fetch(plan.compiled.histogram_sql(i, self._backend.dialect))
-                 for i in plan.compiled.histograms}
-        t_engine = time.perf_counter() - t0
-        say("adding noise and recording the spend in the ledger")
         label = plan.spec.text if len(plan.spec.text) <= 200 else plan.spec.text[:197] + "..."
         meta = {"engine": self.engine, "split": {k: list(v) for k, v in plan.split.shares().items()},
                 "max_partitions": plan.max_partitions, "max_rows": plan.max_rows}
-        with self.ledger.spend(plan.guarantee, label=label, metadata=meta):
+        # Reserve before the engine reads any row: from then on every outcome, an answer or a failure
+        # (an engine error, an overflow), may depend on the data, so the spend is committed whatever
+        # happens and a failure is never a free look at the data.
+        reservation = self.ledger.reserve(plan.guarantee, label=label, metadata=meta)
+        try:
+            say(f"bounding contributions and aggregating in {self.engine}")
+            try:
+                raw = self._backend.fetch(plan.compiled.sql(self._backend.dialect))
+                hists = {i: self._backend.fetch(plan.compiled.histogram_sql(i, self._backend.dialect))
+                         for i in plan.compiled.histograms}
+            except Exception as exc:  # noqa: BLE001 - any engine failure after reading data is charged
+                raise DataDependentFailure(
+                    f"the {self.engine} engine failed while reading the data ({type(exc).__name__}); this query's "
+                    f"budget {plan.guarantee} is spent, since the failure may depend on the data. Its message "
+                    "is withheld because it can quote a row; run plan(...).sql on non-sensitive data to debug."
+                ) from None
+            t_engine = time.perf_counter() - t0
+            say("adding noise and recording the spend in the ledger")
             result = finish_aggregates(plan, raw, hists, confidence=confidence, rng=rng)
+        finally:
+            self.ledger.commit(reservation)  # also on failure: see above
         result.remaining = self.ledger.remaining()
         result.timings = {"engine_s": t_engine, "total_s": time.perf_counter() - t0}
         result.engine = self.engine
@@ -542,19 +568,13 @@ def _check_bounds(name: str, pair: object) -> tuple[float, float]:
         raise ValueError(f"bounds for {name!r} must be a pair (lo, hi) of numbers; got {pair!r}.") from None
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise ValueError(f"bounds for {name!r} must be finite with lo < hi; got ({lo}, {hi}).")
+    if max(abs(lo), abs(hi)) > _MAX_BOUND:
+        raise ValueError(f"bounds for {name!r} must lie within +-{_MAX_BOUND:g}; got ({lo:g}, {hi:g}). Larger bounds "
+                         "give sensitivities whose sums (and squares) could overflow in the engine.")
     return lo, hi
 
 
-def _coerce(value: Any, type_name: str) -> Any:
-    """A public key value in the key's type (values from the command line arrive as strings)."""
-    if value is None or not isinstance(value, str) or not is_numeric_type(type_name):
-        return value
-    try:
-        f = float(value)
-    except ValueError:
-        raise ValueError(f"public key {value!r} is not a number, but the key column has type {type_name}.") from None
-    low = type_name.lower()
-    return int(f) if ("int" in low or low in ("long", "short", "byte")) and f.is_integer() else f
+_MAX_BOUND = 1e100  # with max_rows, max_partitions <= 1e9 no sum of squares over any realistic table overflows
 
 
 def noise_for(measurement: Measurement, partitions: int) -> Any:
