@@ -7,10 +7,14 @@ unit column and to a durable ledger (:class:`~dpkit.ledger.SQLiteLedger`) holdin
 1. parse and validate (:mod:`dpkit.query._sql`), check columns and types against the engine's
    schema, resolve clamping bounds, split the budget (:mod:`dpkit.query._noise`) -- nothing is
    read but the schema and whether the table has a row;
-2. check the ledger has room (a refusal here costs nothing and runs nothing);
+2. reserve the query's guarantee in the ledger (atomic check-and-record, so concurrent sessions
+   cannot overspend together; a refusal here costs nothing and runs nothing);
 3. run the bounding-and-aggregation SQL in the engine (:mod:`dpkit.query._compile`);
-4. reserve the query's guarantee in the ledger (atomic with the check, so concurrent sessions
-   cannot overspend together), add noise, commit, and only then return the result.
+4. add noise, and commit the reservation before returning the result.  Once the engine may have
+   read a row, the reservation is committed whatever happens: an engine error or an overflow can
+   depend on the data, so no failure is a free look at it (and the engine's message, which can
+   quote a row, is withheld: :class:`DataDependentFailure`).  Expressions are made total where
+   possible instead: CAST runs as TRY_CAST, ``error()`` is refused, Spark runs with ANSI mode off.
 
 Policies (all documented in the README):
 
