@@ -8,6 +8,7 @@
 #
 #   bash benchmarks/run.sh                 # all benchmarks
 #   bash benchmarks/run.sh divergences     # only bench_divergences.py
+#   bash benchmarks/run.sh query           # only bench_query.py (10^7 rows, about 6 minutes)
 #   BENCH_REINSTALL=1 bash benchmarks/run.sh   # retry the peer installs
 #
 # A peer that fails to install is skipped (its benchmark rows then say "not installed"); the list
@@ -56,6 +57,28 @@ if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ] || [ -n "${BENCH_REINSTA
     touch "$STAMP"
 fi
 
+# bench_query.py: DuckDB, Arrow, sqlglot, and Polars at the version OpenDP's Polars API pins (opendp[polars]);
+# Tumult Analytics in a venv of its own (.bench-venv/tumult: it pins pandas 1 and numpy 1).  Their own stamp,
+# so an existing .bench-venv gets them too.  BENCH_NO_TUMULT=1 skips Tumult (about 1 GB, a few minutes).
+QSTAMP="$VENV/.query-installed-stamp"
+if [ ! -f "$QSTAMP" ] || [ -n "${BENCH_REINSTALL:-}" ]; then
+    echo "== installing the query benchmark's engines (duckdb, pyarrow, sqlglot, opendp[polars])"
+    if timeout 900 "$PY" -m pip install --quiet duckdb pyarrow sqlglot "opendp[polars]" "numpy>=1.26" "scipy>=1.11" \
+            > "$VENV/pip-query.log" 2>&1; then
+        touch "$QSTAMP"
+    else
+        echo "   the query benchmark's engines did NOT install (log: .bench-venv/pip-query.log)"
+    fi
+    if [ -z "${BENCH_NO_TUMULT:-}" ] && [ ! -x "$VENV/tumult/bin/python" ]; then
+        echo "== installing peer tmlt.analytics into $VENV/tumult"
+        if ! { "$PYTHON" -m venv "$VENV/tumult" && timeout 900 "$VENV/tumult/bin/pip" install --quiet tmlt.analytics; } \
+                > "$VENV/pip-tumult.log" 2>&1; then
+            rm -rf "$VENV/tumult"
+            echo "   tmlt.analytics did NOT install; the query benchmark skips it (log: .bench-venv/pip-tumult.log)"
+        fi
+    fi
+fi
+
 echo "== peers installed: $(tr '\n' ' ' < "$VENV/peers-installed.txt")"
 # installed is not importable: a peer may break against a newer dependency (each benchmark re-probes)
 for peer in $(cat "$VENV/peers-installed.txt"); do
@@ -68,7 +91,7 @@ for peer in $(cat "$VENV/peers-installed.txt"); do
 done
 echo "== peers skipped (failed to install): $(tr '\n' ' ' < "$VENV/peers-failed.txt")"
 # the installed versions, as the bench venv sees them (a later peer install may have changed an earlier one)
-"$PY" -m pip list --format=freeze 2>/dev/null | grep -iE '^(dpkit|numpy|scipy|opendp|dp.accounting|diffprivlib|python.dp|prv.accountant|autodp|pipeline.dp)=' | sed 's/^/   /'
+"$PY" -m pip list --format=freeze 2>/dev/null | grep -iE '^(dpkit|numpy|scipy|opendp|dp.accounting|diffprivlib|python.dp|prv.accountant|autodp|pipeline.dp|duckdb|polars|pyarrow|sqlglot)=' | sed 's/^/   /'
 
 mkdir -p benchmarks/results
 status=0
