@@ -105,9 +105,9 @@ def test_subsampled_optimistic_single_step_is_below_the_pessimistic_and_close(di
 
 @pytest.mark.parametrize("k", [1000, 10000])
 def test_subsampled_gaussian_interval_meets_the_width_bar(k):
-    """Issue 4, case (c): [lower, upper] at most 0.1% of eps wide (here far narrower)."""
+    """Issue 4, case (c): [lower, upper] at most 0.1% of eps wide (here 10 times narrower at least)."""
     iv = subsampled_epsilon_interval(Gaussian(0, 1), Gaussian(1, 1), sampling_rate=0.01, k=k, delta=1e-5)
-    assert iv.width <= 1e-5 * iv.upper
+    assert iv.width <= 1e-4 * iv.upper
 
 
 def test_random_finite_pairs_two_fold_bracket_the_product():

@@ -119,7 +119,7 @@ def subsampled_default_grid(P: Distribution, Q: Distribution, sampling_rate: flo
     (about q times the base scale), but at most ~4e5 points across the single-step loss range."""
     base = _base_law(P, Q, 1e-15)
     span = float(_g(base.hi, sampling_rate)) - math.log1p(-min(sampling_rate, 0.999999))
-    return max(0.5 * default_grid(int(k), sampling_rate * _loss_scale(P, Q)), span / 4e5)
+    return max(default_grid(int(k), sampling_rate * _loss_scale(P, Q)), span / 4e5)
 
 
 def subsampled_epsilon_interval(P: Distribution, Q: Distribution, *, sampling_rate: float, k: int, delta: float,
