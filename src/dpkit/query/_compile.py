@@ -6,8 +6,11 @@ engines run the same plan and return the same aggregates before noise.
 
 Contribution bounding by hash aggregation (no sort of the rows)::
 
-    src    : one row per input row: unit, keys, each value cleaned (NULL or NaN -> NULL; else
-             clamped to [lo, hi]); rows with a NULL unit or outside the public keys dropped
+    raw    : one row per input row: unit, keys and values as computed by the user's expressions
+             (each wrapped so that a failure on a row gives NULL, never a failed query); rows with
+             a NULL unit or failing the WHERE dropped
+    src    : each value cleaned (NULL or NaN -> NULL; else clamped to [lo, hi]); rows outside the
+             public keys dropped
     per_pu : GROUP BY (unit, keys): n = COUNT(*) and the unit's partial sums in that partition
     ranked : the unit's partitions ordered by a hash of (unit, keys, salt), a per-query random
              order that depends only on that unit's own rows; keep the first K (max_partitions)
@@ -30,6 +33,7 @@ with bounded user contribution", PoPETs, describe per-user bounding of SQL aggre
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 import sqlglot
@@ -93,13 +97,22 @@ class Compiled:
         return f"{fn}(__u, {', '.join(keys)}, '{self.salt}')"
 
     def sql(self, dialect: str) -> str:
-        return transpile(self.main, dialect).replace(_ORDER, self._order(dialect))
+        return _finish(transpile(self.main, dialect).replace(_ORDER, self._order(dialect)), dialect)
 
     def histogram_sql(self, index: int, dialect: str) -> str:
-        return transpile(self.histograms[index], dialect).replace(_ORDER, self._order(dialect))
+        return _finish(transpile(self.histograms[index], dialect).replace(_ORDER, self._order(dialect)), dialect)
 
 
 _ORDER = "__dpkit_partition_order__"  # placeholder column, replaced by each dialect's ranking expression
+# placeholder function around every user expression: DuckDB's TRY(...) (NULL where the expression
+# fails on a row: division by zero, overflow, a bad cast); for Spark the expression itself, which
+# SparkBackend runs with ANSI mode off (the same failures give NULL there)
+_SAFE = "dpkit_safe"
+_SAFE_CALL = re.compile(r"\bdpkit_safe\(", re.IGNORECASE)
+
+
+def _finish(sql: str, dialect: str) -> str:
+    return _SAFE_CALL.sub("TRY(" if dialect == "duckdb" else "(", sql)
 
 
 def transpile(sql: str, dialect: str) -> str:
@@ -112,13 +125,34 @@ def primitive_column(primitive: str, value: ValueColumn | None) -> str:
     return primitive if value is None else f"{primitive}__{value.index}"
 
 
-def _clean(value: ValueColumn) -> str:
+def _safe(expr: str) -> str:
+    """``expr`` wrapped in ``_SAFE`` unless it is a bare column, which cannot fail (TRY costs time)."""
+    try:
+        if isinstance(sqlglot.parse_one(expr, read="duckdb"), exp.Column):
+            return f"({expr})"
+    except sqlglot.errors.ParseError:
+        pass
+    return f"{_SAFE}(({expr}))"
+
+
+def _raw(value: ValueColumn) -> str:
+    """The value as the engine computes it on a row (NULL where it fails, see ``_SAFE``).
+
+    A numeric value is cast to DOUBLE, which cannot fail for the integer, decimal and float types.
+    """
     if not value.numeric:
-        return f"CASE WHEN ({value.expr}) IS NULL THEN NULL ELSE 1 END"
-    x = f"CAST(({value.expr}) AS DOUBLE)"
+        return _safe(value.expr)
+    return f"CAST({_safe(value.expr)} AS DOUBLE)"
+
+
+def _clean(value: ValueColumn) -> str:
+    """NULL or NaN -> NULL; else clamped to [lo, hi] (GREATEST/LEAST would skip a NULL, hence the CASE)."""
+    x = f"__x{value.index}"
+    if not value.numeric:
+        return f"CASE WHEN {x} IS NULL THEN NULL ELSE 1 END"
     if value.lo is None or value.hi is None:
-        return f"CASE WHEN ({value.expr}) IS NULL OR isnan({x}) THEN NULL ELSE {x} END"
-    return (f"CASE WHEN ({value.expr}) IS NULL OR isnan({x}) THEN NULL "
+        return f"CASE WHEN {x} IS NULL OR isnan({x}) THEN NULL ELSE {x} END"
+    return (f"CASE WHEN {x} IS NULL OR isnan({x}) THEN NULL "
             f"ELSE LEAST(GREATEST({x}, {literal(value.lo)}), {literal(value.hi)}) END")
 
 
@@ -153,27 +187,30 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
     keys = [f"__k{i}" for i in range(len(spec.keys))]
     distinct_values = sorted({v.index: v for v in values.values()}.values(), key=lambda v: v.index)
 
-    filters = [f"{unit} IS NOT NULL"]
-    if spec.where:
-        filters.append(f"({spec.where})")
+    # rows: every user expression wrapped in _SAFE, so that a row where it fails gives NULL instead
+    # of failing the query (whether a query fails must not depend on one unit's rows)
+    raw_cols = [f"{unit} AS __u"] + [f"{_safe(k.expr)} AS {n}" for k, n in zip(spec.keys, keys)]
+    raw_cols += [f"{_raw(v)} AS __x{v.index}" for v in distinct_values]
+    raw_where = f"{unit} IS NOT NULL" + (f" AND {_SAFE}(({spec.where}))" if spec.where else "")
+    raw = f"SELECT {', '.join(raw_cols)} FROM {spec.table} WHERE {raw_where}"
+    filters = ["TRUE"]
     if public_keys is not None and spec.keys:
-        for i, key in enumerate(spec.keys):
+        for i, name in enumerate(keys):
             present = sorted({row[i] for row in public_keys if row[i] is not None}, key=repr)
             has_null = any(row[i] is None for row in public_keys)
-            parts = [f"({key.expr}) IN ({', '.join(literal(v) for v in present)})"] if present else []
+            parts = [f"{name} IN ({', '.join(literal(v) for v in present)})"] if present else []
             if has_null:
-                parts.append(f"({key.expr}) IS NULL")
+                parts.append(f"{name} IS NULL")
             filters.append("(" + (" OR ".join(parts) if parts else "FALSE") + ")")
         columns = [sorted({row[i] for row in public_keys}, key=repr) for i in range(len(spec.keys))]
         if len(spec.keys) > 1 and len(set(public_keys)) < math.prod(len(c) for c in columns):
             # not a full cross product: keep exactly the public tuples, so that rows outside them never
             # take up one of a unit's max_partitions (the per-column IN above is only a cheap pre-filter)
-            tuples = [" AND ".join(f"({key.expr}) IS NOT DISTINCT FROM {literal(v) if v is not None else 'NULL'}"
-                                   for key, v in zip(spec.keys, row)) for row in dict.fromkeys(public_keys)]
+            tuples = [" AND ".join(f"{name} IS NOT DISTINCT FROM {literal(v) if v is not None else 'NULL'}"
+                                   for name, v in zip(keys, row)) for row in dict.fromkeys(public_keys)]
             filters.append("(" + " OR ".join(f"({t})" for t in tuples) + ")")
-    select_src = [f"{unit} AS __u"] + [f"({k.expr}) AS {n}" for k, n in zip(spec.keys, keys)]
-    select_src += [f"{_clean(v)} AS {v.name}" for v in distinct_values]
-    src = f"SELECT {', '.join(select_src)} FROM {spec.table} WHERE {' AND '.join(filters)}"
+    select_src = ["__u", *keys] + [f"{_clean(v)} AS {v.name}" for v in distinct_values]
+    src = f"SELECT {', '.join(select_src)} FROM raw_rows WHERE {' AND '.join(filters)}"
 
     # primitives needed, per value column
     needed: list[tuple[str, ValueColumn | None]] = []
@@ -203,9 +240,9 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
     if bounded:
         ranked = f"SELECT *, ROW_NUMBER() OVER (PARTITION BY __u ORDER BY {_ORDER}) AS __r FROM per_pu"
         kept = f"SELECT * FROM ranked WHERE __r <= {int(max_partitions)}"
-        ctes = f"WITH src AS ({src}), per_pu AS ({per_pu}), ranked AS ({ranked}), kept AS ({kept})"
+        ctes = f"WITH raw_rows AS ({raw}), src AS ({src}), per_pu AS ({per_pu}), ranked AS ({ranked}), kept AS ({kept})"
     else:
-        ctes = f"WITH src AS ({src}), per_pu AS ({per_pu}), kept AS (SELECT * FROM per_pu)"
+        ctes = f"WITH raw_rows AS ({raw}), src AS ({src}), per_pu AS ({per_pu}), kept AS (SELECT * FROM per_pu)"
     weight = f"LEAST(CAST(1 AS DOUBLE), CAST({int(max_rows)} AS DOUBLE) / __n)"
     final_cols = list(keys) + ["COUNT(*) AS __units"]
     out_names = ["__units"]
