@@ -14,7 +14,8 @@ unit column and to a durable ledger (:class:`~dpkit.ledger.SQLiteLedger`) holdin
    read a row, the reservation is committed whatever happens: an engine error or an overflow can
    depend on the data, so no failure is a free look at it (and the engine's message, which can
    quote a row, is withheld: :class:`DataDependentFailure`).  Expressions are made total where
-   possible instead: CAST runs as TRY_CAST, ``error()`` is refused, Spark runs with ANSI mode off.
+   possible instead: every user expression that is not a bare column runs under DuckDB's TRY
+   (Spark: ANSI mode off), CAST is TRY_CAST, ``error()`` is refused.
 
 Policies (all documented in the README):
 
