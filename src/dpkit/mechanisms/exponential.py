@@ -24,43 +24,15 @@ Contract
   probabilities: they are a function of the private utilities.  :meth:`probabilities` computes
   them for analysis (not private).
 * **Exact sampling.**  Given ideal random bits, the chosen index has *exactly* the mechanism's law
-  for the utilities and parameters as given (each float is the dyadic rational it represents, so
-  :math:`\gamma_i = c\,(u_{\max} - u_i)` is an exact rational): no rounding of probabilities, no
-  truncated tails, no reliance on the accuracy of ``exp``.  Floats only *propose*; every decision
-  that fixes the law is made against rigorous integer enclosures of :math:`e^{-\gamma}`
-  (:mod:`dpkit.random._arith`) or by :mod:`dpkit.random`'s exact Bernoulli(:math:`e^{-\gamma}`)
-  sampler.  How, for each law:
-
-  - *exponential mechanism* (also ``ReportNoisyMax(noise="gumbel")``): rejection sampling.  The
-    proposal puts integer weight :math:`2^{C - m_i}` on candidate ``i``, where :math:`m_i \le
-    \gamma_i \log_2 e - 1` is an integer certified from the floats and capped at
-    :math:`C = \lceil\log_2 n\rceil + 2`; the proposal is sampled exactly with one bounded
-    integer.  The proposed ``i`` is accepted with probability :math:`e^{-\gamma_i} 2^{m_i} \le 1`,
-    decided by one 64-bit word against :math:`\lfloor 2^{64} e^{-\gamma_i} 2^{m_i}\rfloor`
-    (computed exactly once per candidate that is ever proposed), ties (probability
-    :math:`2^{-64}`) extended bit by bit.  The accepted index has law :math:`\propto
-    e^{-\gamma_i}`, and at least one proposal in 4.25 is accepted.
-  - *permute-and-flip* (``ReportNoisyMax(noise="exponential")``): McKenna & Sheldon's algorithm
-    as written: visit the candidates in a uniformly random order (``Generator.permuted``) and stop
-    at the first success of an exact Bernoulli(:math:`e^{-\gamma_i}`) coin.
-
-  The only inexactness is that of the bit source (a cryptographically secure stream by default).
-
-Why hand-written
-----------------
-The textbook implementation (``exp`` of the scaled utilities, then a uniform float compared with
-cumulative sums) rounds every probability in a data-dependent way and lets small probabilities
-underflow to 0, which alone breaks pure DP: the privacy loss of an output with probability 0 on
-one input and not on a neighbour is infinite.  Ilvento 2020 (arXiv 1912.04222v3) analyses these
-failures and proposes a base-2 mechanism with restricted parameters; the rejection scheme above
-keeps the natural-base mechanism for every epsilon and needs only exact Bernoulli-style decisions,
-which :mod:`dpkit.random` already provides.
+  for the utilities and parameters as given: no rounding of probabilities, no truncated tails, no
+  reliance on the accuracy of ``exp``.  How, and why hand-written (Ilvento 2020, arXiv
+  1912.04222v3): :mod:`dpkit.mechanisms._selection_sampling`.  The bounded-range profile (Durfee &
+  Rogers 2019; Dong, Durfee & Rogers 2020) is in :mod:`dpkit.mechanisms.bounded_range`, re-exported here.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from fractions import Fraction
 from typing import Literal
 
@@ -71,26 +43,21 @@ from scipy.special import roots_legendre
 
 from dpkit._math import Estimate, check_delta, check_epsilon, check_positive
 from dpkit.distributions import Finite
-from dpkit.errors import NumericalAccuracyError, UnsupportedError
+from dpkit.errors import UnsupportedError
 from dpkit.guarantees import ApproxDP, PrivacyProfile, PureDP, RenyiDP, ZCDP
 from dpkit.guarantees.conversions import pure_to_profile, pure_to_rdp, pure_to_zcdp
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, check_confidence
-from dpkit.random import bernoulli_exp, default_rng, is_insecure
-from dpkit.random._arith import LazyUniform, bernoulli_exp_exact, exp_neg_enclosure, floor_scaled
-from dpkit.random._bernoulli import bernoulli_exp_vector
+from dpkit.mechanisms._selection_sampling import _Gaps, _sample_permute_and_flip, _sample_softmax
+from dpkit.mechanisms.bounded_range import _br_delta, _br_profile, _br_rdp, _br_zcdp
+from dpkit.mechanisms.bounded_range import bounded_range_delta, bounded_range_epsilon, bounded_range_pair
+from dpkit.random import default_rng, is_insecure
 
 __all__ = ["Exponential", "ReportNoisyMax", "bounded_range_delta", "bounded_range_epsilon", "bounded_range_pair"]
 
 Noise = Literal["gumbel", "exponential"]
 
-_U = 2.0**-53  # unit roundoff of float64
-_TINY = 2.0**-1070  # absolute slack: covers a gap that underflowed to a subnormal
-_LOG2E_DOWN = 1.4426950408889634 * (1.0 - 2.0**-40)  # below log2(e), with room for rounding
-_LN2_UP = 0.6931471805599454  # the float just above ln 2
-_HUGE = 2.0**60  # gaps above this are split off as Bernoulli(e^-HUGE) (see _flip)
 _MAX_CANDIDATES = 1 << 28  # keeps the proposal's integer weights below 2**63
 _COEFF_RANGE = (2.0**-1000, 2.0**1000)  # epsilon/sensitivity outside: float gaps lose their error bound
-_WORD = 1 << 64
 _MAX_PF_ANALYSIS = 10_000  # quadrature cost and rounding grow like n^2
 
 
@@ -141,286 +108,6 @@ def _check_noise(noise: object) -> Noise:
     if noise == "exponential":
         return "exponential"
     raise ValueError(f"noise must be 'gumbel' or 'exponential'; got {noise!r}.")
-
-
-# ---------------------------------------------------------------------------------------------
-# gaps gamma_i = c (u_max - u_i): floats with a rigorous error bound, exact rationals on demand
-# ---------------------------------------------------------------------------------------------
-class _Gaps:
-    r"""The exponents :math:`\gamma_i = c\,(u_{\max} - u_i) \ge 0` of one utility vector.
-
-    ``hat[i]`` is a float with :math:`|\hat\gamma_i - \gamma_i| \le` ``err[i]`` (or ``inf``, which
-    certifies :math:`\gamma_i > 2^{1023}`); :meth:`exact` returns :math:`\gamma_i` as a Fraction.
-    Error analysis: ``c_hat`` is ``c`` correctly rounded and normal (relative error <= u); the
-    difference is correctly rounded (<= u; exact if subnormal); the product adds <= u, or an
-    absolute 2**-1075 if it underflows.  So :math:`|\hat\gamma - \gamma| \le 3.01u\gamma + 2^{-1074}
-    \le 4u\hat\gamma + 2^{-1070}`.
-    """
-
-    __slots__ = ("coefficient", "err", "hat", "top", "top_index", "u")
-
-    def __init__(self, u: NDArray[np.float64], coefficient: Fraction) -> None:
-        self.u = u
-        self.coefficient = coefficient
-        self.top_index = int(np.argmax(u))
-        self.top = float(u[self.top_index])
-        c_hat = float(coefficient)
-        with np.errstate(over="ignore", under="ignore"):
-            diff = self.top - u
-            hat = c_hat * diff
-            over = ~np.isfinite(diff)
-            if np.any(over):  # |u| >= 2**1022 there, so halving is exact and cannot overflow
-                half = self.top / 2.0 - u[over] / 2.0
-                hat[over] = 2.0 * (c_hat * half)
-        hat[self.top_index] = 0.0  # exact: u_max - u_max
-        self.hat = hat
-        self.err = 4.0 * _U * hat + _TINY
-
-    @property
-    def n(self) -> int:
-        return int(self.u.size)
-
-    def exact(self, i: int) -> Fraction:
-        return self.coefficient * (Fraction(self.top) - Fraction(float(self.u[i])))
-
-
-# ---------------------------------------------------------------------------------------------
-# exact samplers
-# ---------------------------------------------------------------------------------------------
-def _sample_softmax(gaps: _Gaps, size: int, rng: np.random.Generator) -> NDArray[np.int64]:
-    r"""``size`` exact draws from :math:`P(i) \propto e^{-\gamma_i}` (module docstring)."""
-    n = gaps.n
-    cap = max(1, (n - 1).bit_length()) + 2  # 2**cap >= 4n, so capped weights hold <= 1/4 of the mass
-    clipped = np.minimum(gaps.hat, 4.0 * cap)  # lowering gamma only lowers m: still certified
-    m = np.clip(np.floor(clipped * _LOG2E_DOWN) - 1.0, 0.0, float(cap)).astype(np.int64)
-    # 2**m <= e**gamma: floor(gamma_hat log2(e) (1 - 2**-40)) - 1 <= gamma log2(e) (error bound of _Gaps)
-    cumulative = np.cumsum(np.left_shift(np.int64(1), cap - m))
-    total = int(cumulative[-1])
-
-    thresholds = np.zeros(n, dtype=np.uint64)  # floor(2**64 e^-gamma 2**m), where known
-    known = np.zeros(n, dtype=bool)
-    always = np.zeros(n, dtype=bool)  # acceptance probability exactly 1 (gamma = 0 and m = 0)
-    with np.errstate(invalid="ignore"):
-        # e^-gamma 2^m < 2**-64 for sure: gamma - m ln 2 > 45 > 64 ln 2 (threshold 0, ties exact)
-        known |= gaps.hat * (1.0 - 2.0**-40) - m * _LN2_UP > 45.0
-
-    def enclosure(i: int) -> Callable[[int], tuple[int, int]]:
-        g, shift = gaps.exact(i), int(m[i])
-        return lambda prec: exp_neg_enclosure(g, prec + shift)  # 2**prec * e^-gamma * 2**m
-
-    out = np.empty(size, dtype=np.int64)
-    pending = np.arange(size)
-    while pending.size:
-        proposal = np.searchsorted(cumulative, rng.integers(0, total, size=pending.size), side="right")
-        for i in np.unique(proposal[~known[proposal]]).tolist():
-            t = floor_scaled(enclosure(i), 64)
-            if t > _WORD:  # pragma: no cover - would mean the certificate for m_i is wrong
-                raise NumericalAccuracyError(f"acceptance probability above 1 for candidate {i}.")
-            always[i] = t == _WORD
-            thresholds[i] = 0 if t == _WORD else t
-            known[i] = True
-        words = rng.integers(0, _WORD, size=pending.size, dtype=np.uint64)
-        limit = thresholds[proposal]
-        accept = always[proposal] | (words < limit)
-        for j in np.flatnonzero(~always[proposal] & (words == limit)).tolist():
-            accept[j] = LazyUniform(int(words[j]), 64, rng).less_than(enclosure(int(proposal[j])))
-        out[pending[accept]] = proposal[accept]
-        pending = pending[~accept]
-    return out
-
-
-def _flip(gaps: _Gaps, index: NDArray[np.intp], rng: np.random.Generator) -> NDArray[np.bool_]:
-    r"""Independent exact Bernoulli(:math:`e^{-\gamma_i}`) coins for the candidates ``index``."""
-    hat = gaps.hat[index]
-    out = np.zeros(index.size, dtype=bool)
-    huge = hat > 2.0 * _HUGE  # certifies gamma > 2**60
-    normal = np.flatnonzero(~huge)
-    if normal.size:
-        picked = index[normal]
-        out[normal] = bernoulli_exp_vector(
-            hat[normal], gaps.err[picked], lambda j: gaps.exact(int(picked[j])), rng
-        )
-    far = np.flatnonzero(huge)
-    if far.size:  # e^-gamma = e^-HUGE * e^-(gamma - HUGE); the first coin almost never succeeds
-        first = np.asarray(bernoulli_exp(_HUGE, size=far.size, rng=rng))
-        for j in far[first].tolist():
-            out[j] = bernoulli_exp_exact(gaps.exact(int(index[j])) - Fraction(_HUGE), rng)
-    return out
-
-
-def _sample_permute_and_flip(gaps: _Gaps, size: int, rng: np.random.Generator) -> NDArray[np.int64]:
-    """``size`` exact draws of permute-and-flip (McKenna & Sheldon 2020, Alg 1)."""
-    n = gaps.n
-    out = np.empty(size, dtype=np.int64)
-    rows_per_chunk = max(1, (1 << 22) // n)
-    for start in range(0, size, rows_per_chunk):
-        rows = min(rows_per_chunk, size - start)
-        order = rng.permuted(np.tile(np.arange(n, dtype=np.intp), (rows, 1)), axis=1)
-        pending = np.arange(rows)
-        column = 0
-        while pending.size:  # the top candidate's coin always succeeds, so this ends by column n
-            if column >= n:  # pragma: no cover - impossible: gamma = 0 gives a sure success
-                raise NumericalAccuracyError("permute-and-flip visited every candidate without a success.")
-            width = min(n - column, max(1, (1 << 20) // pending.size))
-            block = order[pending, column : column + width]
-            coins = _flip(gaps, block.ravel(), rng).reshape(block.shape)
-            done = coins.any(axis=1)
-            first = np.argmax(coins, axis=1)
-            out[start + pending[done]] = block[done, first[done]]
-            pending = pending[~done]
-            column += width
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# bounded range (Durfee & Rogers 2019; Dong, Durfee & Rogers 2020)
-# ---------------------------------------------------------------------------------------------
-def bounded_range_pair(bounded_range: float, t: float) -> DominatingPair:
-    r"""The two-point pair that dominates an :math:`\eta`-bounded-range pair with losses in [t - η, t].
-
-    Parameters
-    ----------
-    bounded_range : float, finite, > 0
-        :math:`\eta`: every neighbouring pair's privacy loss :math:`\ln(P(o)/Q(o))` takes values in
-        an interval of width at most :math:`\eta`.
-    t : float, in (0, bounded_range)
-        The top of that interval.
-
-    Returns
-    -------
-    DominatingPair
-        P = (p, 1 - p) and Q = (p e^{-t}, (1 - p) e^{η - t}) on outputs {0, 1}, with
-        :math:`p = (e^\eta - e^t)/(e^\eta - 1)` (so Q sums to 1): losses t and t - η.
-
-    Raises
-    ------
-    ValueError
-        If ``bounded_range`` is not finite and > 0, or ``t`` is not in (0, bounded_range).
-
-    Notes
-    -----
-    Among pairs with losses in :math:`[t-\eta, t]`, the hockey-stick divergence
-    :math:`E_{e^{\varepsilon}}(P\|Q) = E_P[(1 - e^{\varepsilon} e^{-L})_+]` is a convex function of
-    :math:`e^{-L}`, whose mean is fixed at 1; so it is largest when :math:`e^{-L}` sits on the two
-    ends: this pair.  The supremum over t is :func:`bounded_range_delta`.
-
-    References
-    ----------
-    Dong, Durfee & Rogers 2020, "Optimal Differential Privacy Composition for Exponential
-    Mechanisms", arXiv 1909.13830v4, Sec 3 (worst-case BR pairs); Durfee & Rogers 2019,
-    arXiv 1905.04273v2, Def 2.1 (bounded range).
-
-    Examples
-    --------
-    >>> pair = bounded_range_pair(1.0, 0.5)
-    >>> [round(float(x), 6) for x in pair.P.probabilities]
-    [0.622459, 0.377541]
-    """
-    eta = check_positive("bounded_range", bounded_range)
-    top = float(t)
-    if not (0.0 < top < eta):
-        raise ValueError(f"t must be in (0, bounded_range={eta}); got {t}.")
-    # p = (e^eta - e^t)/(e^eta - 1) = -expm1(t - eta) / -expm1(-eta), without overflow
-    p = -math.expm1(top - eta) / -math.expm1(-eta)
-    one_minus_p = -math.expm1(-top) / -math.expm1(-eta) * math.exp(top - eta)  # (e^t - 1)/(e^eta - 1)
-    P = Finite([p, one_minus_p])
-    Q = Finite([p * math.exp(-top), one_minus_p * math.exp(eta - top)])
-    return DominatingPair(P=P, Q=Q)
-
-
-def bounded_range_delta(bounded_range: float, epsilon: ArrayLike) -> NDArray[np.float64]:
-    r"""The tight privacy profile of an :math:`\eta`-bounded-range mechanism.
-
-    Parameters
-    ----------
-    bounded_range : float, finite, > 0
-    epsilon : float or array of floats, finite, >= 0
-
-    Returns
-    -------
-    ndarray
-        Exact (up to rounding): :math:`\delta(\varepsilon) =
-        \frac{(e^{\eta/2} - e^{\varepsilon/2})^2}{e^\eta - 1}` for :math:`\varepsilon < \eta`, and 0
-        from :math:`\eta` on; at :math:`\varepsilon = 0` it is :math:`\tanh(\eta/4)`.
-
-    Raises
-    ------
-    ValueError
-        If ``bounded_range`` is not finite and > 0, or an epsilon is NaN, infinite or negative.
-
-    Notes
-    -----
-    The supremum over t of the hockey-stick divergence of :func:`bounded_range_pair`: with
-    :math:`g(t) = (e^\eta - e^t)(1 - e^{\varepsilon - t})`, :math:`g'(t) = 0` at
-    :math:`t^* = (\eta+\varepsilon)/2`, where :math:`g = (e^{\eta/2} - e^{\varepsilon/2})^2`
-    (the reverse direction is the same by :math:`t \mapsto \eta - t`).  Computed as
-    :math:`\mathrm{expm1}((\varepsilon-\eta)/2)^2 / (-\mathrm{expm1}(-\eta))`, without overflow.
-    The exponential mechanism attains it (two candidates whose utilities move by
-    :math:`\pm\Delta_u`), so for it this profile is tight.
-
-    References
-    ----------
-    Dong, Durfee & Rogers 2020, arXiv 1909.13830v4, Sec 3 (the worst case for one BR mechanism is
-    this sup over t); derivation and numerical check in ``tests/mechanisms/test_exponential.py``.
-
-    Examples
-    --------
-    >>> round(float(bounded_range_delta(1.0, 0.0)), 12)  # tanh(1/4)
-    0.244918662404
-    """
-    eta = check_positive("bounded_range", bounded_range)
-    e = np.asarray(epsilon, dtype=np.float64)
-    bad = ~(np.isfinite(e) & (e >= 0.0))
-    if np.any(bad):
-        raise ValueError(f"epsilon must be finite and >= 0; got {e[bad].flat[0]}.")
-    return _br_delta(eta, e)
-
-
-def _br_delta(eta: float, e: NDArray[np.float64]) -> NDArray[np.float64]:
-    gap = np.minimum((e - eta) / 2.0, 0.0)
-    return np.asarray(np.expm1(gap) ** 2 / -math.expm1(-eta), dtype=np.float64)
-
-
-def bounded_range_epsilon(bounded_range: float, delta: float) -> Estimate:
-    r"""The smallest epsilon with :func:`bounded_range_delta` at most ``delta`` (never understated).
-
-    Parameters
-    ----------
-    bounded_range : float, finite, > 0
-    delta : float, in [0, 1]
-
-    Returns
-    -------
-    Estimate
-        Kind ``"exact"``: :math:`\max(0, \eta + 2\ln(1 - \sqrt{\delta (1 - e^{-\eta})}))`,
-        rounded up to the first float at which the profile is at most ``delta``; ``eta`` at
-        ``delta = 0``.
-
-    Raises
-    ------
-    ValueError
-        If ``bounded_range`` is not finite and > 0, or ``delta`` is NaN or outside [0, 1].
-
-    Examples
-    --------
-    >>> float(bounded_range_epsilon(1.0, 0.0)), float(bounded_range_epsilon(1.0, 0.5))
-    (1.0, 0.0)
-    """
-    eta = check_positive("bounded_range", bounded_range)
-    d = check_delta(delta)
-    return Estimate(_br_epsilon(eta, d), kind="exact", method=f"inverse bounded-range profile ({eta}-BR)")
-
-
-def _br_epsilon(eta: float, d: float) -> float:
-    if d == 0.0:
-        return eta
-    root = math.sqrt(d * -math.expm1(-eta))
-    if root >= 1.0:
-        return 0.0
-    e = max(0.0, eta + 2.0 * math.log1p(-root))
-    while e < eta and float(_br_delta(eta, np.asarray(e))) > d:  # round up: never understate
-        e = min(eta, math.nextafter(e, math.inf))
-    return e
 
 
 # ---------------------------------------------------------------------------------------------
@@ -669,33 +356,6 @@ class _Selection(Mechanism):
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(sensitivity={self.sensitivity!r}, epsilon={self.epsilon!r}, "
                 f"monotonic={self.monotonic})")
-
-
-def _br_profile(eta: float, name: str) -> PrivacyProfile:
-    return PrivacyProfile(
-        delta_function=lambda e: _br_delta(eta, np.asarray(e, dtype=np.float64)),
-        epsilon_function=lambda d: bounded_range_epsilon(eta, d),
-        kind="exact",
-        description=f"{name}, {eta!r}-bounded range (Dong, Durfee & Rogers 2020)",
-    )
-
-
-def _br_zcdp(eta: float) -> ZCDP:
-    br = eta * eta / 8.0
-    pure = float(pure_to_zcdp(PureDP(eta)).rho)
-    if br <= pure:
-        return ZCDP(Estimate(br, kind="upper", method="bounded range: eps^2/8 (Cesar & Rogers 2021)"))
-    return ZCDP(Estimate(pure, kind="upper", method="pure DP: eps tanh(eps/2) (Steinke 2024)"))
-
-
-def _br_rdp(eta: float, name: str) -> RenyiDP:
-    pure_curve = pure_to_rdp(PureDP(eta))
-
-    def curve(alpha: ArrayLike) -> NDArray[np.float64]:
-        a = np.asarray(alpha, dtype=np.float64)
-        return np.minimum(a * eta * eta / 8.0, np.asarray(pure_curve.epsilon(a), dtype=np.float64))
-
-    return RenyiDP(curve=curve, description=f"{name}: min(alpha eps^2/8, pure-DP curve)")
 
 
 class Exponential(_Selection):
