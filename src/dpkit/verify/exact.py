@@ -41,7 +41,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpkit._math import Estimate, check_delta, check_epsilon
+from dpkit._math import check_delta, check_epsilon
 from dpkit.distributions import Bernoulli, Distribution, Finite, align
 from dpkit.divergences import approx_max_divergence, hockey_stick
 from dpkit.verify._finite_core import DECIMAL_DIGITS as DECIMAL_DIGITS  # re-exported: its old home
