@@ -17,9 +17,11 @@ its lower end (a value below it is provably not an upper bound).
 
 Rows (each in its own subprocess via ``_harness.run_isolated``, timeout and 16 GiB address-space cap):
 
-* dpkit ``epsilon_interval`` (a, b; ``symmetric=True``, default grid), ``subsampled_epsilon_interval`` (c),
-  and for (d) component PLDs (``pld_from_pair`` / ``pld_poisson_subsampled`` + ``self_compose``) on one grid,
-  composed with ``.compose`` per direction, pessimistic and optimistic;
+* dpkit ``epsilon_interval`` (a, b; ``symmetric=True``, default grid), ``subsampled_epsilon_interval`` (c,
+  default grid), and for (d) component PLDs (``pld_from_pair`` / ``pld_poisson_subsampled``) on one grid,
+  composed by one ``compose_many`` (product of Fourier powers) per direction, pessimistic and optimistic;
+  the upper end is the pessimistic PLD's epsilon (connect the dots), the lower end the optimistic one's
+  (supporting lines), each with its rounding bound included;
 * dp_accounting ``PLDAccountant`` (value_discretization_interval 1e-4 = default, and 1e-5); note that for a
   ``SelfComposedDpEvent`` of a Gaussian it uses the closed-form Gaussian shortcut (sigma / sqrt(k)), so in (a)
   it also runs ``from_gaussian_mechanism(...).self_compose(k)`` (its general PLD path);
@@ -93,7 +95,7 @@ def dpkit_code(kind: str, p: dict[str, Any], grid_factor: float = 1.0) -> str:
 import math
 from dpkit.distributions import Gaussian, Laplace
 from dpkit.accounting.pld import (epsilon_interval, subsampled_epsilon_interval, pld_from_pair,
-    pld_poisson_subsampled, default_grid, aligned_grid, _loss_scale)
+    pld_poisson_subsampled, default_grid, aligned_grid, compose_many, _loss_scale)
 DELTA = {DELTA!r}; Q = {Q!r}; GF = {grid_factor!r}
 """
     if kind == "a":
@@ -128,16 +130,16 @@ G1 = (Gaussian(0.0, 1.0), Gaussian(1.0, 1.0))
 G5 = (Gaussian(0.0, 5.0), Gaussian(1.0, 5.0))
 L1 = (Laplace(0.0, 1.0), Laplace(1.0, 1.0))
 NS, NG, NL = {MIX['sub']}, {MIX['gauss5']}, {MIX['lap1']}
-# one common grid: the subsampled part's default (as subsampled_epsilon_interval picks it)
-g = max(default_grid(NS + NG + NL, Q * _loss_scale(*G1)), 4.2 / 2e5) / GF
+# one common grid: the subsampled part's scale, aligned so that the Laplace atoms +-1 lie on it
+g = aligned_grid(max(default_grid(NS + NG + NL, Q * _loss_scale(*G1)), 4.2 / 2e5) / GF, *L1)
 def compute():
     ends = {{}}
     for pess in (True, False):
-        shared = (pld_from_pair(*G5, grid=g, pessimistic=pess).self_compose(NG)
-                  .compose(pld_from_pair(*L1, grid=g, pessimistic=pess).self_compose(NL)))
+        g5 = pld_from_pair(*G5, grid=g, pessimistic=pess)
+        lap = pld_from_pair(*L1, grid=g, pessimistic=pess)
         ends[pess] = max(
-            pld_poisson_subsampled(*G1, sampling_rate=Q, direction=d, grid=g, pessimistic=pess)
-            .self_compose(NS).compose(shared).epsilon(DELTA) for d in ("remove", "add"))
+            compose_many([(pld_poisson_subsampled(*G1, sampling_rate=Q, direction=d, grid=g, pessimistic=pess), NS),
+                          (g5, NG), (lap, NL)]).epsilon(DELTA) for d in ("remove", "add"))
     return dict(lower=min(ends[False], ends[True]), upper=ends[True], eps=ends[True], grid=g)
 """
     return head + body + TIMER
