@@ -10,7 +10,7 @@ import pytest
 import dpkit
 
 MODULES = ["dpkit", "dpkit.distributions", "dpkit.divergences", "dpkit.guarantees", "dpkit.mechanisms",
-           "dpkit.accounting", "dpkit.random", "dpkit.verify", "dpkit.ledger"]
+           "dpkit.accounting", "dpkit.random", "dpkit.verify", "dpkit.ledger", "dpkit.query"]
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -29,6 +29,12 @@ def test_every_public_function_has_a_docstring_with_an_example_or_source(name):
         if inspect.isfunction(obj) or inspect.isclass(obj):
             doc = inspect.getdoc(obj) or ""
             assert len(doc) > 20, f"{name}.{attr} lacks a docstring"
+
+
+def test_session_is_the_query_engine_s_imported_lazily():
+    assert dpkit.Session is importlib.import_module("dpkit.query").Session
+    with pytest.raises(AttributeError):
+        dpkit.no_such_name  # noqa: B018
 
 
 def test_public_classes_in_top_level_are_reexports():

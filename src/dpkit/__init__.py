@@ -3,7 +3,8 @@
 The quick-start surface: distributions, the divergences of a pair (the seeds' privacy measures),
 privacy guarantees and their conversions.  Submodules: :mod:`dpkit.distributions`,
 :mod:`dpkit.divergences`, :mod:`dpkit.guarantees`, :mod:`dpkit.verify` (Remark 3.1 on finite
-mechanisms), :mod:`dpkit.random` (the secure generator and exact samplers).
+mechanisms), :mod:`dpkit.random` (the secure generator and exact samplers), :mod:`dpkit.query`
+(DP SQL over DuckDB and Spark; ``dpkit.Session``, imported on first use).
 
 >>> import dpkit as dp
 >>> round(dp.kl(dp.Laplace(0, 1), dp.Laplace(1, 1)), 6)
@@ -31,6 +32,16 @@ from dpkit.guarantees import ApproxDP, GaussianDP, PrivacyProfile, PureDP, Renyi
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str) -> object:
+    """``dpkit.Session`` imports the query engine (and DuckDB) only when first used."""
+    if name == "Session":
+        from dpkit.query import Session
+
+        return Session
+    raise AttributeError(f"module 'dpkit' has no attribute {name!r}")
+
+
 __all__ = [
     "Accountant",
     "ApproxDP",
@@ -48,6 +59,7 @@ __all__ = [
     "PrivacyProfile",
     "PureDP",
     "RenyiDP",
+    "Session",
     "UnsupportedError",
     "WassersteinDP",
     "ZCDP",
