@@ -3,7 +3,10 @@
 * :mod:`dpkit.accounting.composition`: the composition theorems of the seeds and the literature
   (basic, parallel, advanced, optimal, RDP, zCDP, GDP, Wasserstein), each citing its source.
 * :mod:`dpkit.accounting.pld`: discretised privacy loss distributions (pessimistic connect-the-dots
-  and optimistic rounding), FFT composition, epsilon/delta intervals that contain the exact value.
+  and second-order optimistic supporting lines), FFT composition (``compose_many`` for long
+  heterogeneous sequences), epsilon/delta intervals that contain the exact value.
+* :mod:`dpkit.accounting.subsampling`: amplification by Poisson subsampling (add/remove,
+  substitution) and by sampling without replacement (substitution), as PLDs.
 * :mod:`dpkit.accounting.accountant`: a privacy filter that refuses a spend before it would exceed
   the budget, and reports every method side by side.
 """
@@ -29,12 +32,14 @@ from dpkit.accounting.composition import (
 from dpkit.accounting.pld import (
     PLD,
     Interval,
+    compose_many,
     delta_interval,
     epsilon_interval,
     pld_from_pair,
     pld_poisson_subsampled,
     subsampled_epsilon_interval,
 )
+from dpkit.accounting.subsampling import SubsampledInterval, pld_subsampled, subsampling_method
 
 __all__ = [
     "Accountant",
@@ -44,12 +49,14 @@ __all__ = [
     "PLD",
     "PaperValue",
     "Spend",
+    "SubsampledInterval",
     "advanced_per_step_epsilon",
     "compose_advanced",
     "compose_basic",
     "compose_gdp",
     "compose_guarantees",
     "compose_kov_bound",
+    "compose_many",
     "compose_optimal",
     "compose_optimal_heterogeneous",
     "compose_parallel",
@@ -60,6 +67,8 @@ __all__ = [
     "epsilon_interval",
     "pld_from_pair",
     "pld_poisson_subsampled",
+    "pld_subsampled",
     "subsampled_epsilon_interval",
+    "subsampling_method",
     "wdp_paper_value",
 ]

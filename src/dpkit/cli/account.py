@@ -22,7 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         epilog=(
             "Examples: dpkit account gaussian --sigma 1.1 --compositions 1000 --delta 1e-5 | "
             "dpkit account laplace --scale 2 --compositions 100 --delta 1e-6 --plot eps.png | "
-            "dpkit account file mechanisms.csv --delta 1e-5 (rows: family,parameter,count)"
+            "dpkit account file mechanisms.csv --delta 1e-5 (rows: family,parameter,count) | "
+            "dpkit account gaussian --sigma 1 --compositions 1000 --delta 1e-5 --sampling-rate 0.01 "
+            "--sampling without-replacement --neighbours substitution"
         ),
     )
     p.add_argument("family", choices=("gaussian", "laplace", "file"))
@@ -31,6 +33,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--scale", type=float, help="Laplace noise scale b (sensitivity 1)")
     p.add_argument("--compositions", "-k", type=int, default=1, help="number of compositions k (default 1)")
     p.add_argument("--delta", type=float, required=True, help="delta in (0, 1)")
+    p.add_argument("--sampling-rate", type=float, default=None,
+                   help="amplification by subsampling with rate q in (0, 1] (Poisson q, or m/n for a batch of m of n)")
+    p.add_argument("--sampling", choices=("poisson", "without-replacement"), default="poisson",
+                   help="with --sampling-rate: Poisson subsampling or a fixed batch without replacement")
+    p.add_argument("--neighbours", choices=("add-remove", "substitution"), default="add-remove",
+                   help="with --sampling-rate: add/remove one record, or substitute one (each record's "
+                        "contribution in [-1, 1], so the base pair is a shift by 2)")
     p.add_argument("--plot", default=None, help="write a PNG: epsilon against k per method, and delta(epsilon)")
     p.set_defaults(func=run)
 
@@ -145,6 +154,8 @@ def run(args: argparse.Namespace) -> int:
     if args.compositions < 1:
         raise ValueError(f"--compositions must be >= 1; got {args.compositions}.")
     items = _items(args)
+    if args.sampling_rate is not None:
+        return _run_subsampled(args, items, delta)
     rows = methods(items, delta)
     desc = ", ".join(f"{c} x {f}({p:g})" for f, p, c in items)
     print(f"composition: {desc}; delta = {delta:g}\n")
@@ -152,6 +163,33 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         _plot(items, delta, args.plot)
         print(f"\nplot written to {args.plot}")
+    return 0
+
+
+def _run_subsampled(args: argparse.Namespace, items, delta: float) -> int:  # type: ignore[no-untyped-def]
+    """One row: the PLD interval of the subsampled mechanism, with the pair(s) it used."""
+    from dpkit.accounting.subsampling import subsampled_epsilon_interval
+    from dpkit.distributions import Gaussian, Laplace
+
+    if len(items) != 1:
+        raise ValueError("--sampling-rate applies to one gaussian or laplace mechanism, not to a file.")
+    if args.plot:
+        raise ValueError("--plot is not available with --sampling-rate.")
+    fam, param, count = items[0]
+    if not (param > 0 and math.isfinite(param)):
+        raise ValueError(f"the noise parameter must be finite and > 0; got {param}.")
+    sampling = args.sampling.replace("-", "_")
+    neighboring = "substitute" if args.neighbours == "substitution" else "add_remove"
+    shift = 2.0 if neighboring == "substitute" else 1.0
+    P, Q = (Gaussian(0, param), Gaussian(shift, param)) if fam == "gaussian" else (Laplace(0, param), Laplace(shift, param))
+    iv = subsampled_epsilon_interval(P, Q, sampling_rate=args.sampling_rate, k=count, delta=delta, sampling=sampling,
+                                     neighboring=neighboring)
+    kind = "interval of an upper bound (use the upper end)" if iv.method.startswith("upper bound") else \
+        "interval (use the upper end)"
+    print(f"composition: {count} x subsampled {fam}({param:g}), rate {args.sampling_rate:g}, {args.sampling}, "
+          f"{args.neighbours}; delta = {delta:g}\n")
+    print(render(["method", "epsilon", "kind"], [["PLD (FFT), subsampled", str(iv), kind]]))
+    print(f"\npair(s): {iv.method}")
     return 0
 
 
