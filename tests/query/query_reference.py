@@ -189,6 +189,14 @@ def engine_histograms(plan: Any, rows: list[tuple[Any, ...]]) -> dict[Key, np.nd
     return out
 
 
+def engine_answer(session: Any, plan: Any) -> tuple[dict[Key, dict[str, float]], dict[Key, np.ndarray]]:
+    """The engine's raw totals and the histogram of the plan's one quantile value, before noise."""
+    main = engine_totals(plan, session._backend.fetch(plan.sql))
+    (index,) = plan.compiled.histograms
+    hist = engine_histograms(plan, session._backend.fetch(plan.compiled.histogram_sql(index, "duckdb")))
+    return main, hist
+
+
 def utility(histogram: np.ndarray, q: float) -> np.ndarray:
     """The quantile utility over the B + 1 edges, built as ``_result._quantiles`` does: -|rank - q N|."""
     below = np.concatenate([[0.0], np.cumsum(histogram)])

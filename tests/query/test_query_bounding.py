@@ -27,8 +27,8 @@ from query_reference import (
     assert_histograms_equal,
     assert_some_choice_explains,
     assert_totals_equal,
+    engine_answer,
     contributions,
-    engine_histograms,
     engine_totals,
     to_arrow,
     totals,
@@ -48,13 +48,6 @@ def ledger(tmp_path_factory: pytest.TempPathFactory) -> SQLiteLedger:
     yield led
     assert led.history() == ()  # plan() and fetch() spend nothing
     led.close()
-
-
-def _fetch(session: Session, plan):  # noqa: ANN001, ANN202
-    main = engine_totals(plan, session._backend.fetch(plan.sql))
-    (index,) = plan.compiled.histograms
-    hist = engine_histograms(plan, session._backend.fetch(plan.compiled.histogram_sql(index, "duckdb")))
-    return main, hist
 
 
 values = st.one_of(st.none(), st.just(NAN), st.just(INF), st.just(-INF),
@@ -86,7 +79,7 @@ def check_exact(ledger: SQLiteLedger, table: Table, bounds: tuple[float, float],
     s = Session(to_arrow(table), privacy_unit="uid", ledger=ledger)
     plan = s.plan(QUERY.format(where=" WHERE y > 0" if where else ""), epsilon=1.0, delta=1e-6,
                   bounds={"x": bounds}, max_partitions=4, max_rows=max_rows, keys=keys, quantile_buckets=BUCKETS)
-    main, hist = _fetch(s, plan)
+    main, hist = engine_answer(s, plan)
     want = totals(contributions(table, unit="uid", keys=["k"], value="x", bounds=bounds, max_rows=max_rows,
                                 public=keys, where=(lambda r: r["y"] is not None and r["y"] > 0) if where else None,
                                 buckets=BUCKETS))
@@ -102,7 +95,7 @@ def check_choice(ledger: SQLiteLedger, table: Table, bounds: tuple[float, float]
     plan = s.plan(QUERY.format(where=""), epsilon=1.0, delta=1e-6, bounds={"x": bounds},
                   max_partitions=max_partitions, max_rows=max_rows, keys=keys, quantile_buckets=BUCKETS)
     assert plan.compiled.bounded_partitions
-    main, hist = _fetch(s, plan)
+    main, hist = engine_answer(s, plan)
     contribs = contributions(table, unit="uid", keys=["k"], value="x", bounds=bounds, max_rows=max_rows,
                              public=keys, buckets=BUCKETS)
     assert_some_choice_explains(main, contribs, max_partitions=max_partitions, primitives=PRIMS, histograms=hist)
@@ -167,7 +160,7 @@ def test_pandas_frame_matches_reference(open_session) -> None:  # noqa: ANN001
     s = open_session(pd.DataFrame(table))
     plan = s.plan(QUERY.format(where=""), epsilon=1.0, delta=1e-6, bounds={"x": (0.0, 5.0)}, max_partitions=4,
                   max_rows=3, quantile_buckets=BUCKETS)
-    main, hist = _fetch(s, plan)
+    main, hist = engine_answer(s, plan)
     want = totals(contributions(table, unit="uid", keys=["k"], value="x", bounds=(0.0, 5.0), max_rows=3,
                                 buckets=BUCKETS))
     assert_totals_equal(main, want, PRIMS)

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from dpkit.guarantees import ApproxDP
 from dpkit.ledger import SQLiteLedger
 from dpkit.query import Session
-from query_reference import Table, engine_histograms, engine_totals, to_arrow, utility, without_unit
+from query_reference import Table, engine_answer, to_arrow, utility, without_unit
 
 SLACK = 1e-9
 BUCKETS = 8
@@ -40,24 +40,17 @@ def ledger(tmp_path_factory: pytest.TempPathFactory) -> SQLiteLedger:
     led.close()
 
 
-def _answer(session: Session, plan):  # noqa: ANN001, ANN202
-    main = engine_totals(plan, session._backend.fetch(plan.sql))
-    (index,) = plan.compiled.histograms
-    hist = engine_histograms(plan, session._backend.fetch(plan.compiled.histogram_sql(index, "duckdb")))
-    return main, hist
-
-
 def check_neighbours(ledger: SQLiteLedger, table: Table, units: list[object], plan_kwargs: dict,
                      q: float) -> dict[str, float]:
     """Assert the stated bounds for D vs D minus each of ``units``; return the largest move per primitive."""
     big = Session(to_arrow(table), privacy_unit="uid", ledger=ledger)
     plan = big.plan(QUERY.format(q=q), quantile_buckets=BUCKETS, **plan_kwargs)
-    main_d, hist_d = _answer(big, plan)
+    main_d, hist_d = engine_answer(big, plan)
     largest: dict[str, float] = {}
     for unit in units:
         small = Session(to_arrow(without_unit(table, "uid", unit)), privacy_unit="uid", ledger=ledger)
         assert big._backend.relation == small._backend.relation  # the same statement runs on both
-        main_n, hist_n = _answer(small, plan)
+        main_n, hist_n = engine_answer(small, plan)
         for p, d in _compare(plan, main_d, hist_d, main_n, hist_n).items():
             largest[p] = max(largest.get(p, 0.0), d)
     return largest
