@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from dpkit.mechanisms import Gaussian, Geometric, Laplace
+from dpkit.mechanisms import Exponential, Gaussian, Geometric, Laplace
 from dpkit.mechanisms.gaussian import _bisect_sigma
 
 __all__ = ["Measurement", "Selection", "Split", "gaussian_for_vector", "selection_threshold"]
@@ -65,15 +65,23 @@ class Measurement:
         return math.sqrt(self.partitions_per_unit) * self.bound
 
     def mechanism(self, partitions: int) -> Any:
-        """The mechanism for a vector of ``partitions`` values (>= 1)."""
+        """The mechanism for a vector of ``partitions`` values (>= 1); for quantiles, the exponential
+        mechanism each partition runs (epsilon / K each, K partitions a unit: basic composition)."""
         g = max(1, int(partitions))
+        if self.noise == "exponential":
+            return Exponential(sensitivity=self.bound, epsilon=self.epsilon / self.partitions_per_unit)
         if self.noise == "geometric":
             return Geometric(sensitivity=int(round(self.l1)), epsilon=self.epsilon)
         if self.noise == "laplace":
             return Laplace(sensitivity=self.l1, epsilon=self.epsilon, dimension=g)
         if self.noise == "gaussian":
             return gaussian_for_vector(self.l2, self.epsilon, self.delta, g)
-        raise ValueError(f"no vector mechanism for noise {self.noise!r}.")
+        raise ValueError(f"no mechanism for noise {self.noise!r}.")
+
+    def scale(self, partitions: int) -> float:
+        """The noise scale: sigma for Gaussian noise, else the mechanism's scale (exponential: 1/c)."""
+        m = self.mechanism(partitions)
+        return float(m.sigma if self.noise == "gaussian" else m.scale)
 
     def describe(self, partitions: int | None) -> dict[str, Any]:
         row: dict[str, Any] = {"aggregate": self.aggregate, "primitive": self.primitive, "noise": self.noise,
@@ -86,8 +94,7 @@ class Measurement:
             row["l1_sensitivity" if self.noise != "gaussian" else "l2_sensitivity"] = (
                 self.l1 if self.noise != "gaussian" else self.l2)
             if partitions is not None:
-                m = self.mechanism(partitions)
-                row["noise_scale"] = float(getattr(m, "sigma", None) or m.scale)
+                row["noise_scale"] = self.scale(partitions)
         return row
 
 

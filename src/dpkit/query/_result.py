@@ -114,8 +114,6 @@ def _div_interval(a_lo: np.ndarray, a_hi: np.ndarray, c_lo: np.ndarray, c_hi: np
 
 def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[int, list[tuple[Any, ...]]], *,
                       confidence: float, rng: Any) -> QueryResult:
-    from dpkit.query.session import noise_for
-
     spec, compiled, split = plan.spec, plan.compiled, plan.split
     nk = compiled.key_count
     by_key: dict[tuple[Any, ...], dict[str, float]] = {}
@@ -153,8 +151,7 @@ def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[i
         if m.noise == "exponential":
             vals, gaps = _quantiles(plan, m, partitions, hists, rng, level)
             per_agg.setdefault(m.aggregate, {})[m.primitive] = (vals, np.full(g, np.nan), np.full(g, np.nan))
-            mech = noise_for(m, g)
-            scales.setdefault(m.aggregate, {})[m.primitive] = float(mech.scale)
+            scales.setdefault(m.aggregate, {})[m.primitive] = m.scale(g)
             quantile_details[m.aggregate] = {"rank_error_bound": gaps, "level": level,
                                              "bucket_width": _width(plan, m)}
             continue
@@ -162,10 +159,10 @@ def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[i
             per_agg.setdefault(m.aggregate, {})[m.primitive] = (np.zeros(0), np.zeros(0), np.zeros(0))
             continue
         vec = np.array([d[m.column] for d in data], dtype=float)
-        mech = noise_for(m, g)
+        mech = m.mechanism(g)
         rel = mech.release(vec, rng=rng, confidence=level)
         per_agg.setdefault(m.aggregate, {})[m.primitive] = _arrays(rel)
-        scales.setdefault(m.aggregate, {})[m.primitive] = float(getattr(mech, "sigma", None) or mech.scale)
+        scales.setdefault(m.aggregate, {})[m.primitive] = m.scale(g)
 
     columns = [k.name for k in spec.keys] + [a.name for a in spec.aggregates]
     values: dict[str, np.ndarray] = {}
@@ -248,8 +245,6 @@ def _width(plan: QueryPlan, m: Any) -> float:
 
 def _quantiles(plan: QueryPlan, m: Any, partitions: list[tuple[Any, ...]], hists: dict[int, list[tuple[Any, ...]]],
                rng: Any, level: float) -> tuple[np.ndarray, np.ndarray]:
-    from dpkit.query.session import noise_for
-
     v = plan.values[m.aggregate]
     b = plan.compiled.buckets
     nk = plan.compiled.key_count
@@ -258,7 +253,7 @@ def _quantiles(plan: QueryPlan, m: Any, partitions: list[tuple[Any, ...]], hists
         key = tuple(row[:nk])
         h = table.setdefault(key, np.zeros(b))
         h[int(row[nk])] += float(row[nk + 1])
-    mech = noise_for(m, len(partitions))
+    mech = m.mechanism(len(partitions))
     out, gaps = np.zeros(len(partitions)), np.zeros(len(partitions))
     edges = v.lo + (v.hi - v.lo) * np.arange(b + 1) / b
     for i, key in enumerate(partitions):

@@ -46,7 +46,6 @@ from sqlglot import exp as _exp
 from dpkit.errors import DpkitError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PureDP
 from dpkit.ledger import SQLiteLedger
-from dpkit.mechanisms import Exponential
 from dpkit.query._backends import DuckDBBackend, SparkBackend, is_numeric_type
 from dpkit.query._compile import Compiled, ValueColumn, compile_query, literal, transpile
 from dpkit.query._noise import INTEGER_PRIMITIVES, Measurement, Selection, Split
@@ -580,10 +579,3 @@ def _check_bounds(name: str, pair: object) -> tuple[float, float]:
 
 
 _MAX_BOUND = 1e100  # with max_rows, max_partitions <= 1e9 no sum of squares over any realistic table overflows
-
-
-def noise_for(measurement: Measurement, partitions: int) -> Any:
-    """The mechanism of a measurement (quantiles: one exponential mechanism per partition)."""
-    if measurement.noise == "exponential":
-        return Exponential(sensitivity=measurement.bound, epsilon=measurement.epsilon / measurement.partitions_per_unit)
-    return measurement.mechanism(partitions)
