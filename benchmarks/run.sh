@@ -57,13 +57,14 @@ if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ] || [ -n "${BENCH_REINSTA
     touch "$STAMP"
 fi
 
-# bench_query.py: DuckDB, Arrow, sqlglot, and Polars at the version OpenDP's Polars API pins (opendp[polars]);
+# bench_query.py: DuckDB, Arrow, sqlglot, PySpark, and Polars at the version OpenDP's Polars API pins (opendp[polars]);
 # Tumult Analytics in a venv of its own (.bench-venv/tumult: it pins pandas 1 and numpy 1).  Their own stamp,
 # so an existing .bench-venv gets them too.  BENCH_NO_TUMULT=1 skips Tumult (about 1 GB, a few minutes).
-QSTAMP="$VENV/.query-installed-stamp"
+QSTAMP="$VENV/.query-installed-stamp-2"  # -2: pyspark added (dpkit on local Spark)
 if [ ! -f "$QSTAMP" ] || [ -n "${BENCH_REINSTALL:-}" ]; then
-    echo "== installing the query benchmark's engines (duckdb, pyarrow, sqlglot, opendp[polars])"
-    if timeout 900 "$PY" -m pip install --quiet duckdb pyarrow sqlglot "opendp[polars]" "numpy>=1.26" "scipy>=1.11" \
+    echo "== installing the query benchmark's engines (duckdb, pyarrow, sqlglot, pyspark, opendp[polars])"
+    if timeout 900 "$PY" -m pip install --quiet duckdb pyarrow sqlglot "pyspark>=4" "pandas<3" "opendp[polars]" \
+            "numpy>=1.26" "scipy>=1.11" \
             > "$VENV/pip-query.log" 2>&1; then
         touch "$QSTAMP"
     else
