@@ -10,6 +10,10 @@ def test_account_subsampled_schemes_print_their_pairs(capsys):
     assert main(base) == 0
     out = capsys.readouterr().out
     assert "Thm 11" in out and "interval (use the upper end)" in out
+    rdp_line = next(line for line in out.splitlines() if line.startswith("RDP (MTZ 2019"))
+    pld_line = next(line for line in out.splitlines() if line.startswith("PLD"))
+    pld_upper = float(pld_line.split("[")[1].split("]")[0].split(",")[1])
+    assert "upper bound" in rdp_line and float(rdp_line.split()[-3]) > pld_upper  # RDP is valid but looser
     assert main(base + ["--sampling", "without-replacement", "--neighbours", "substitution"]) == 0
     out = capsys.readouterr().out
     assert "dominating pair" in out and "Thm 10" in out

@@ -6,7 +6,8 @@
   and second-order optimistic supporting lines), FFT composition (``compose_many`` for long
   heterogeneous sequences), epsilon/delta intervals that contain the exact value.
 * :mod:`dpkit.accounting.subsampling`: amplification by Poisson subsampling (add/remove,
-  substitution) and by sampling without replacement (substitution), as PLDs.
+  substitution) and by sampling without replacement (substitution), as PLDs;
+  :mod:`dpkit.accounting.sampled_gaussian`: the subsampled Gaussian's RDP curve (MTZ 2019).
 * :mod:`dpkit.accounting.accountant`: a privacy filter that refuses a spend before it would exceed
   the budget, and reports every method side by side.
 """
@@ -39,6 +40,7 @@ from dpkit.accounting.pld import (
     pld_poisson_subsampled,
     subsampled_epsilon_interval,
 )
+from dpkit.accounting.sampled_gaussian import sampled_gaussian_rdp
 from dpkit.accounting.subsampling import SubsampledInterval, pld_subsampled, subsampling_method
 
 __all__ = [
@@ -68,6 +70,7 @@ __all__ = [
     "pld_from_pair",
     "pld_poisson_subsampled",
     "pld_subsampled",
+    "sampled_gaussian_rdp",
     "subsampled_epsilon_interval",
     "subsampling_method",
     "wdp_paper_value",

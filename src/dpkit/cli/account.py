@@ -188,7 +188,16 @@ def _run_subsampled(args: argparse.Namespace, items, delta: float) -> int:  # ty
         "interval (use the upper end)"
     print(f"composition: {count} x subsampled {fam}({param:g}), rate {args.sampling_rate:g}, {args.sampling}, "
           f"{args.neighbours}; delta = {delta:g}\n")
-    print(render(["method", "epsilon", "kind"], [["PLD (FFT), subsampled", str(iv), kind]]))
+    rows = [["PLD (FFT), subsampled", str(iv), kind]]
+    if fam == "gaussian" and sampling == "poisson" and neighboring == "add_remove":
+        from dpkit.accounting.composition.renyi import compose_rdp
+        from dpkit.accounting.sampled_gaussian import sampled_gaussian_rdp
+        from dpkit.guarantees.conversions.renyi import rdp_to_approx_dp
+
+        curve = compose_rdp([(sampled_gaussian_rdp(sigma=param, sampling_rate=args.sampling_rate), count)])
+        eps = float(rdp_to_approx_dp(curve, delta=delta).epsilon)
+        rows.append(["RDP (MTZ 2019, integer orders 2-256; CKS conversion)", fmt_number(eps), "upper bound"])
+    print(render(["method", "epsilon", "kind"], rows))
     print(f"\npair(s): {iv.method}")
     return 0
 
