@@ -8,8 +8,7 @@ Markers
   collector; pyproject's ``filterwarnings = error`` would turn those into failures, so for
   ``spark`` tests only these two are ignored.  Nothing else is: PySpark's own warnings (e.g. a
   config it cannot set) still fail the test.
-* ``slow``: pyproject says the default run leaves these out; under tests/query they are skipped
-  unless the run selects them with ``-m`` (``make test-all`` passes ``-m "slow or not slow"``).
+* ``slow``: left out of the default run by ``tests/conftest.py`` (``make test-all`` runs them).
 """
 
 from __future__ import annotations
@@ -34,16 +33,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    chosen = config.getoption("-m") or ""
-    skip_slow = pytest.mark.skip(reason="slow: run with -m slow (or make test-all)")
     for item in items:
         if HERE not in Path(str(item.path)).parents:
             continue  # only this directory's tests
         if item.get_closest_marker("spark") is not None:
             for spec in SPARK_WARNINGS:
                 item.add_marker(pytest.mark.filterwarnings(spec))
-        if item.get_closest_marker("slow") is not None and "slow" not in chosen:
-            item.add_marker(skip_slow)
 
 
 @pytest.fixture
