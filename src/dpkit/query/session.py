@@ -262,14 +262,16 @@ class Session:
         if self._backend.is_empty():
             raise ValueError("the table is empty: there is nothing to answer, and nothing was spent.")
         values = self._values(spec, bounds or {})
-        public = self._public_keys(spec, keys)
+        needs_types = keys is not None or partition_order == "md5"  # asked of the engine once, when needed
+        key_types = self._backend.expression_types(
+            [transpile(k.expr, self._backend.dialect) for k in spec.keys] if needs_types else [])
+        public = self._public_keys(spec, keys, key_types)
         if spec.keys and public is None and dl == 0.0:
             raise UnsupportedError(
                 "GROUP BY without public keys needs private partition selection, which needs delta > 0 "
                 "(a partition only one unit has would otherwise reveal that unit). Pass delta= (--delta), "
                 "or the list of keys (keys= / --keys) if they are public.")
         if partition_order == "md5" and spec.keys:
-            key_types = self._backend.expression_types([transpile(k.expr, self._backend.dialect) for k in spec.keys])
             floating = [k.name for k, t in zip(spec.keys, key_types) if t.lower() in ("float", "double", "real")
                         or t.lower().startswith(("float", "double"))]
             if floating:
@@ -330,7 +332,7 @@ class Session:
             out[agg.name] = ValueColumn(expr=agg.expr, lo=lo, hi=hi, index=index[ident], numeric=numeric)
         return out
 
-    def _public_keys(self, spec: QuerySpec, keys: Any) -> list[tuple[Any, ...]] | None:
+    def _public_keys(self, spec: QuerySpec, keys: Any, types: list[str]) -> list[tuple[Any, ...]] | None:
         if keys is None:
             return None
         if not spec.keys:
@@ -354,7 +356,6 @@ class Session:
                 raise ValueError(f"each public key must have {len(names)} values ({names}).")
         if not rows:
             raise ValueError("the list of public keys is empty.")
-        types = self._backend.expression_types([transpile(k.expr, self._backend.dialect) for k in spec.keys])
         # each key value in its column's type, converted by the engine itself (so '2024-01-01' matches a
         # DATE, 'true' a BOOLEAN, 1 a text '1' exactly as the engine compares them)
         converted = []
