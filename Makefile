@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/dpkit query examples/transactions.csv --privacy-unit user_id \
 	  --epsilon 1 --budget-epsilon 3 --ledger dpkit-ledger.db \
-	  --bounds amount=0:200 --max-partitions 2 --max-rows 5 \
+	  --schema amount=DOUBLE,day=DATE --bounds amount=0:200 --max-partitions 2 --max-rows 5 \
 	  --keys category=groceries,restaurants,transport,fuel,pharmacy,clothing,electronics,travel,entertainment,utilities \
 	  "SELECT category, COUNT(*) AS purchases, AVG(amount) AS avg_amount FROM t GROUP BY category ORDER BY category"
 

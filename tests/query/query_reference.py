@@ -60,6 +60,12 @@ def to_arrow(table: Table) -> Any:
     return pa.table(cols)
 
 
+def csv_schema(table: Table) -> dict[str, str]:
+    """The declared schema of ``csv_text(table)``: the types :func:`to_arrow` gives the same columns."""
+    by_arrow = {"string": "VARCHAR", "double": "DOUBLE", "int64": "BIGINT"}
+    return {f.name: by_arrow[str(f.type)] for f in to_arrow(table).schema}
+
+
 def without_unit(table: Table, unit_column: str, unit: Any) -> Table:
     keep = [i for i, u in enumerate(table[unit_column]) if u != unit]
     return {c: [v[i] for i in keep] for c, v in table.items()}

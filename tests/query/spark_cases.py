@@ -18,7 +18,8 @@ import pytest
 from dpkit.guarantees import ApproxDP
 from dpkit.query import Session
 from dpkit.random import insecure_seeded
-from query_reference import BACKEND_QUERIES, assert_rows_equal, csv_text, fetch_all, mixed_table, to_arrow
+from query_reference import (BACKEND_QUERIES, assert_rows_equal, csv_schema, csv_text, fetch_all, mixed_table,
+                             to_arrow)
 
 
 def write_sources(directory: Path) -> tuple[Path, Path]:
@@ -50,7 +51,8 @@ def check_engines_agree(spark: Any, directory: Path, *, queries: tuple[int, ...]
                                          ledger=directory / "reference.db"), queries)]
     if csv_queries:
         sources.append(("spark csv", Session(csv, privacy_unit="uid", ledger=directory / "reference.db",
-                                             engine="spark", spark=spark), csv_queries))
+                                             engine="spark", spark=spark, schema=csv_schema(mixed_table())),
+                        csv_queries))
     try:
         for _, s, _ in sources:
             assert s.engine == "spark"
@@ -81,7 +83,7 @@ def check_end_to_end(spark: Any, directory: Path) -> None:
                  budget=budget) as s:
         r = s.sql(query, rng=insecure_seeded(42), **kwargs)
         assert r.engine == "spark" and r.insecure
-        assert r.columns == ["k", "n", "m"] and [row[0] for row in r.rows] == ["zz", "d", "c", "b", "a"]
+        assert r.columns == ("k", "n", "m") and [row[0] for row in r.rows] == ["zz", "d", "c", "b", "a"]
         for (_, n, m), (n_lo, n_hi), (m_lo, m_hi) in zip(r.rows, r.intervals["n"], r.intervals["m"]):
             assert n_lo <= n <= n_hi and m_lo <= m <= m_hi and 0.0 <= m_lo <= m_hi <= 10.0
         (entry,) = s.ledger.history()

@@ -18,7 +18,7 @@ import pytest
 
 from dpkit.guarantees import ApproxDP
 from dpkit.query import Session
-from query_reference import BACKEND_QUERIES, assert_rows_equal, csv_text, fetch_all, mixed_table, to_arrow
+from query_reference import BACKEND_QUERIES, assert_rows_equal, csv_schema, csv_text, fetch_all, mixed_table, to_arrow
 
 
 def _budget() -> ApproxDP:
@@ -52,7 +52,7 @@ def test_every_duckdb_source_gives_the_same_raw_aggregates(sources: dict, tmp_pa
     query, kwargs = BACKEND_QUERIES[index]
     sessions = {}
     for name, data in sources.items():
-        extra = {"table": "events"} if name == "connection" else {}
+        extra = {"table": "events"} if name == "connection" else {"schema": csv_schema(mixed_table())} if name == "csv" else {}
         sessions[name] = Session(data, privacy_unit="uid", ledger=tmp_path / "l.db", **extra,
                                  budget=None if sessions else _budget())
     try:

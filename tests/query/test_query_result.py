@@ -73,13 +73,13 @@ def test_order_by_and_limit_act_on_the_noisy_result(session: Session) -> None:
                     **kwargs)
     full = session.sql("SELECT k, COUNT(*) AS n FROM t GROUP BY k", rng=insecure_seeded(3), **kwargs)
     assert len(r.rows) == 2 and len(full.rows) == 4
-    assert r.rows == sorted(full.rows, key=lambda row: row[1], reverse=True)[:2]  # same seed, same noise
-    assert r.intervals["n"] == [full.intervals["n"][full.rows.index(row)] for row in r.rows]
+    assert list(r.rows) == sorted(full.rows, key=lambda row: row[1], reverse=True)[:2]  # same seed, same noise
+    assert r.intervals["n"] == tuple(full.intervals["n"][full.rows.index(row)] for row in r.rows)
     by_key = session.sql("SELECT k AS key, COUNT(*) AS n FROM t GROUP BY k ORDER BY key DESC",
                          rng=insecure_seeded(3), **(kwargs | {"keys": {"key": KEYS["k"]}}))
     assert [row[0] for row in by_key.rows] == ["never", "c", "b", "a"]
     none = session.sql("SELECT k, COUNT(*) AS n FROM t GROUP BY k LIMIT 0", rng=insecure_seeded(3), **kwargs)
-    assert none.rows == [] and none.intervals == {"n": []}
+    assert none.rows == () and none.intervals == {"n": ()}
     assert "(no partitions released)" in str(none)
 
 
@@ -145,7 +145,7 @@ def test_histogram_bins_before_noise(open_session) -> None:  # noqa: ANN001
     x = [0.0, 9.99, 10.0, 29.9, 30.0, -1.0, 31.0, None, math.nan, 15.0]
     s = open_session(pd.DataFrame({"uid": range(len(x)), "x": x}))
     r = s.histogram("x", [0, 10, 20, 30], epsilon=1000.0, rng=insecure_seeded(0))
-    assert r.rows == [("[0, 10)", 2), ("[10, 20)", 2), ("[20, 30]", 2)]
+    assert r.rows == (("[0, 10)", 2), ("[10, 20)", 2), ("[20, 30]", 2))
     with pytest.raises(ValueError, match="strictly increasing"):
         s.histogram("x", [0, 0, 1], epsilon=1.0)
     assert [e.label for e in s.ledger.history()] == ["histogram of x over 3 bins"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 EXAMPLE = ("dpkit query examples/transactions.csv --privacy-unit user_id --epsilon 1 --budget-epsilon 3 "
-           "--bounds amount=0:200 --max-partitions 2 --max-rows 5 "
+           "--schema amount=DOUBLE --bounds amount=0:200 --max-partitions 2 --max-rows 5 "
            "--keys category=groceries,restaurants,transport,fuel,pharmacy,clothing,electronics,travel,entertainment,utilities "
            "\"SELECT category, COUNT(*) AS purchases, AVG(amount) AS avg_amount FROM t GROUP BY category\"")
 
@@ -46,6 +46,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="this query's delta (default 0); needed for GROUP BY without --keys and for --noise gaussian")
     p.add_argument("--bounds", action="append", default=[], metavar="COL=LO:HI",
                    help="clamping bounds of a value column (repeatable); required for SUM/AVG/VAR/STDDEV/quantiles")
+    p.add_argument("--schema", action="append", default=[], metavar="COL=TYPE,...",
+                   help="declared column types of a CSV or JSON file (repeatable; e.g. amount=DOUBLE); required "
+                        "there, since types guessed from the values could depend on one person's row; undeclared "
+                        "columns are text")
     p.add_argument("--max-partitions", type=int, default=1, metavar="K",
                    help="groups one unit may contribute to (default 1)")
     p.add_argument("--max-rows", type=int, default=1, metavar="L",
@@ -130,8 +134,9 @@ def _session(args: argparse.Namespace) -> Any:
         spark = (builder.remote(args.spark_remote) if args.spark_remote else builder.master("local[*]")).getOrCreate()
     elif args.spark_remote:
         raise ValueError("--spark-remote needs --engine spark.")
+    schema = _pairs([s for item in args.schema for s in item.split(",") if s.strip()], "--schema") or None
     return Session(data, privacy_unit=args.privacy_unit, ledger=args.ledger, budget=budget, table=args.table,
-                   engine=args.engine, spark=spark)
+                   engine=args.engine, spark=spark, schema=schema)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -151,8 +156,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"SQL ({session.engine}):\n{plan.sql}")
             print(f"budget left in {args.ledger}: {session.remaining()} (nothing was spent)")
             return 0
-        if session.engine == "duckdb" and not args.quiet and sys.stderr.isatty():
-            session._backend.progress(True)
         rng = None if args.seed is None else insecure_seeded(args.seed)
         result = session.sql(args.sql, confidence=args.confidence, rng=rng, progress=say, **options)
         if args.json:

@@ -36,7 +36,7 @@ class Backend(Protocol):
 
     def expression_types(self, exprs: list[str]) -> list[str]: ...
 
-    def is_empty(self) -> bool: ...
+    def check(self, sql: str) -> None: ...
 
     def cast_values(self, values: list[Any], type_name: str) -> list[Any]: ...
 
@@ -56,6 +56,113 @@ def _quote(name: str, dialect: str) -> str:
     return exp.to_identifier(name, quoted=True).sql(dialect=dialect)
 
 
+# ---- files whose types would come from the data ---------------------------------------------------------
+_KINDS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "csv", ".csv.gz": "csv", ".tsv.gz": "csv",
+          ".json": "json", ".jsonl": "json", ".ndjson": "json"}
+
+
+def _file_kind(p: Path) -> str:
+    if not p.exists():
+        raise FileNotFoundError(f"no such data file: {str(p)!r}.")
+    suffix = "".join(p.suffixes[-2:]).lower() if p.suffix.lower() == ".gz" else p.suffix.lower()
+    kind = _KINDS.get(suffix)
+    if kind is None:
+        raise ValueError(f"cannot tell the format of {str(p)!r} from its suffix; use .csv, .tsv, .parquet or .json "
+                         "(or open it yourself and pass a DuckDB connection and table).")
+    return kind
+
+
+def _require_schema(schema: dict[str, str] | None, p: Path, kind: str) -> dict[str, str]:
+    if not schema:
+        raise ValueError(
+            f"{str(p)!r} is {kind.upper()}, whose column types would be guessed from the values, so one person's "
+            "row (a '12.5' or an 'n/a') could change the schema that queries are checked against. Declare the "
+            "types of the columns you aggregate: schema={'amount': 'DOUBLE', ...} (command line: --schema "
+            "amount=DOUBLE); columns not declared are read as text. Values that do not convert become NULL.")
+    if not isinstance(schema, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in schema.items()):
+        raise TypeError("schema must map column names to SQL type names, e.g. {'amount': 'DOUBLE'}.")
+    return schema
+
+
+def _type_sql(type_name: str, dialect: str) -> str:
+    try:
+        return exp.DataType.build(type_name, dialect="duckdb").sql(dialect=dialect)
+    except Exception:  # noqa: BLE001 - sqlglot raises several kinds for a bad type name
+        raise ValueError(f"{type_name!r} is not a SQL type name; use e.g. DOUBLE, BIGINT, VARCHAR, DATE.") from None
+
+
+def _check_declared(schema: dict[str, str], names: list[str], p: Path) -> dict[str, str]:
+    unknown = [c for c in schema if c not in names]
+    if unknown:
+        raise ValueError(f"schema declares {unknown}, which {str(p)!r} does not have; its columns are {names}.")
+    return schema
+
+
+def _csv_header(p: Path) -> list[str]:
+    """The column names on the first line (the header is public, like a schema)."""
+    import csv
+    import gzip
+
+    opener = gzip.open if p.suffix.lower() == ".gz" else open
+    with opener(p, "rt", newline="", encoding="utf-8") as f:
+        header = next(csv.reader(f, delimiter="\t" if ".tsv" in p.name.lower() else ","), None)
+    if not header:
+        raise ValueError(f"{str(p)!r} has no header line naming its columns.")
+    if len(set(header)) != len(header):
+        raise ValueError(f"{str(p)!r} repeats column names in its header: {header}.")
+    return header
+
+
+def declared_file_source(path: str | os.PathLike[str], schema: dict[str, str] | None, dialect: str) -> str:
+    """DuckDB SQL reading a file with types that no row can change.
+
+    * Parquet: the file's own schema (written by the data's curator, public), or ``schema``'s types.
+    * CSV/TSV: a fixed dialect (``,`` or tab, ``"`` quotes, a header line; no sniffing of the values),
+      every field read as text, then ``TRY_CAST`` to the declared type (text if undeclared); a value
+      that does not convert becomes NULL and a line with too many fields is skipped, each a function
+      of that line alone.
+    * JSON: exactly the declared columns, read as text and ``TRY_CAST``, so no record adds a column.
+    """
+    p = Path(path)
+    kind = _file_kind(p)
+    lit = exp.convert(str(p)).sql("duckdb")
+    if kind == "parquet":
+        src = f"read_parquet({lit})"
+        if not schema:
+            return f"SELECT * FROM {src}"
+        import duckdb
+
+        names = [r[0] for r in duckdb.connect().execute(f"DESCRIBE SELECT * FROM {src}").fetchall()]
+        declared = _check_declared(_require_schema(schema, p, kind), names, p)
+    elif kind == "csv":
+        declared = _require_schema(schema, p, kind)
+        names = _csv_header(p)
+        _check_declared(declared, names, p)
+        cols = "{" + ", ".join(f"{exp.convert(n).sql('duckdb')}: 'VARCHAR'" for n in names) + "}"
+        delim = "'\t'" if ".tsv" in p.name.lower() else "','"
+        src = (f"read_csv({lit}, header = true, auto_detect = false, delim = {delim}, quote = '\"', "
+               f"escape = '\"', columns = {cols}, ignore_errors = true, null_padding = true)")
+    else:
+        declared = _require_schema(schema, p, kind)
+        names = list(declared)
+        cols = "{" + ", ".join(f"{exp.convert(n).sql('duckdb')}: 'VARCHAR'" for n in names) + "}"
+        src = f"read_json({lit}, columns = {cols})"
+    items = []
+    for n in names:
+        q = _quote(n, "duckdb")
+        items.append(f"TRY_CAST({q} AS {_type_sql(declared[n], 'duckdb')}) AS {q}" if n in declared else q)
+    return f"SELECT {', '.join(items)} FROM {src}"
+
+
+def _spark_typed(df: Any, declared: dict[str, str]) -> Any:
+    """``df`` with each declared column converted by ``try_cast`` (NULL where a value does not convert)."""
+    from pyspark.sql import functions as F
+
+    cols = [F.expr(f"try_cast({_quote(c, 'spark')} AS {_type_sql(declared[c], 'spark')})").alias(c)
+            if c in declared else F.col(_quote(c, "spark")) for c in df.columns]
+    return df.select(*cols)
+
+
 class DuckDBBackend:
     """DuckDB in process: a file (CSV or Parquet, read in place), a dataframe, or a table of a connection."""
 
@@ -68,24 +175,20 @@ class DuckDBBackend:
         self._owned = owned
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str], *, threads: int | None = None) -> DuckDBBackend:
+    def from_file(cls, path: str | os.PathLike[str], *, schema: dict[str, str] | None = None,
+                  threads: int | None = None) -> DuckDBBackend:
+        """A view over a CSV, Parquet or JSON file, read in place.
+
+        CSV and JSON carry no types: they need a declared ``schema`` (see :func:`declared_file_source`);
+        Parquet's own schema is used unless one is given.
+        """
         import duckdb
 
-        p = Path(path)
-        if not p.exists():
-            raise FileNotFoundError(f"no such data file: {str(p)!r}.")
-        suffix = "".join(p.suffixes[-2:]).lower() if p.suffix.lower() in {".gz", ".zst"} else p.suffix.lower()
-        reader = {".parquet": "read_parquet", ".pq": "read_parquet", ".csv": "read_csv_auto",
-                  ".csv.gz": "read_csv_auto", ".tsv": "read_csv_auto", ".json": "read_json_auto",
-                  ".jsonl": "read_json_auto", ".ndjson": "read_json_auto"}.get(suffix)
-        if reader is None:
-            raise ValueError(f"cannot tell the format of {str(p)!r} from its suffix; use .csv, .parquet or .json "
-                             "(or open it yourself and pass a DuckDB connection and table).")
         con = duckdb.connect()
         if threads is not None:
             con.execute(f"SET threads = {int(threads)}")
         relation = "dpkit_source"
-        con.execute(f"CREATE VIEW {relation} AS SELECT * FROM {reader}({exp.convert(str(p)).sql('duckdb')})")
+        con.execute(f"CREATE VIEW {relation} AS {declared_file_source(path, schema, 'duckdb')}")
         return cls(con, relation, owned=True)
 
     @classmethod
@@ -113,8 +216,10 @@ class DuckDBBackend:
         rows = self._con.execute(f"DESCRIBE SELECT {cols} FROM {self.relation}").fetchall()
         return [str(r[1]) for r in rows]
 
-    def is_empty(self) -> bool:
-        return not self._con.execute(f"SELECT 1 FROM {self.relation} LIMIT 1").fetchall()
+    def check(self, sql: str) -> None:
+        """Bind ``sql`` against the schema without running it (an error here depends on no row)."""
+        self._con.execute(f"PREPARE dpkit_check AS {sql}")
+        self._con.execute("DEALLOCATE dpkit_check")
 
     def cast_values(self, values: list[Any], type_name: str) -> list[Any]:
         """``values`` converted by the engine to ``type_name`` (None stays None), in order."""
@@ -122,10 +227,6 @@ class DuckDBBackend:
 
     def fetch(self, sql: str) -> list[tuple[Any, ...]]:
         return [tuple(r) for r in self._con.execute(sql).fetchall()]
-
-    def progress(self, on: bool) -> None:
-        """Show DuckDB's own progress bar on the terminal for long statements."""
-        self._con.execute(f"SET enable_progress_bar = {'true' if on else 'false'}")
 
     def close(self) -> None:
         if self._owned:
@@ -150,20 +251,27 @@ class SparkBackend:
         return cls(df.sparkSession, view)
 
     @classmethod
-    def from_file(cls, spark: Any, path: str | os.PathLike[str]) -> SparkBackend:
+    def from_file(cls, spark: Any, path: str | os.PathLike[str], *, schema: dict[str, str] | None = None) -> SparkBackend:
+        """A view over a CSV, Parquet or JSON file read by Spark (CSV and JSON need ``schema``; see
+        :func:`declared_file_source`)."""
         p = Path(path)
-        if not p.exists():
-            raise FileNotFoundError(f"no such data file: {str(p)!r}.")
-        suffix = p.suffix.lower()
-        if suffix in {".parquet", ".pq"}:
+        kind = _file_kind(p)
+        if kind == "parquet":
             df = spark.read.parquet(str(p.resolve()))
-        elif suffix in {".csv", ".tsv"}:
-            df = spark.read.csv(str(p.resolve()), header=True, inferSchema=True, sep="\t" if suffix == ".tsv" else ",")
-        elif suffix in {".json", ".jsonl", ".ndjson"}:
-            df = spark.read.json(str(p.resolve()))
+            if schema:
+                df = _spark_typed(df, _check_declared(schema, df.columns, p))
+            return cls.from_dataframe(df)
+        declared = _require_schema(schema, p, kind)
+        if kind == "csv":
+            names = _csv_header(p)
+            df = spark.read.csv(str(p.resolve()), header=True, inferSchema=False, enforceSchema=False,
+                                sep="\t" if p.suffix.lower() == ".tsv" else ",", quote='"', escape='"',
+                                mode="PERMISSIVE", schema=", ".join(f"{_quote(n, 'spark')} STRING" for n in names))
         else:
-            raise ValueError(f"cannot tell the format of {str(p)!r} from its suffix; use .csv, .parquet or .json.")
-        return cls.from_dataframe(df)
+            names = list(declared)
+            df = spark.read.json(str(p.resolve()), mode="PERMISSIVE",
+                                 schema=", ".join(f"{_quote(n, 'spark')} STRING" for n in names))
+        return cls.from_dataframe(_spark_typed(df, _check_declared(declared, names, p)))
 
     @classmethod
     def from_table(cls, spark: Any, table: str) -> SparkBackend:
@@ -179,8 +287,9 @@ class SparkBackend:
         cols = ", ".join(f"({e}) AS c{i}" for i, e in enumerate(exprs))
         return [str(t) for _, t in self._spark.sql(f"SELECT {cols} FROM {self.native} LIMIT 0").dtypes]
 
-    def is_empty(self) -> bool:
-        return not self._spark.sql(f"SELECT 1 FROM {self.native} LIMIT 1").collect()
+    def check(self, sql: str) -> None:
+        """Analyse ``sql`` (names, types, functions) without running it."""
+        self._spark.sql(sql).schema  # noqa: B018 - analysis only; nothing is executed
 
     def cast_values(self, values: list[Any], type_name: str) -> list[Any]:
         return _cast_values(self.fetch, values, type_name, "spark")
@@ -197,9 +306,6 @@ class SparkBackend:
                 conf.unset("spark.sql.ansi.enabled")
             else:
                 conf.set("spark.sql.ansi.enabled", before)
-
-    def progress(self, on: bool) -> None:  # Spark shows its own console progress
-        return None
 
     def close(self) -> None:
         return None

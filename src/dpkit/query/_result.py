@@ -12,7 +12,9 @@ exponential mechanism's rank-error bound instead.
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,24 +27,48 @@ if TYPE_CHECKING:
 __all__ = ["QueryResult", "finish_aggregates"]
 
 
-@dataclass
-class QueryResult:
-    """A noisy table: ``rows`` (keys then aggregates), an interval per aggregate value, the cost."""
+def _frozen(value: Any) -> Any:
+    """A read-only copy: dicts become mapping proxies, lists tuples, arrays read-only (recursively)."""
+    if isinstance(value, dict):
+        return MappingProxyType({k: _frozen(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, np.ndarray):
+        out = value.copy()
+        out.flags.writeable = False
+        return out
+    return value
 
-    columns: list[str]
-    rows: list[tuple[Any, ...]]
-    intervals: dict[str, list[tuple[float, float]]]  # aggregate name -> (lo, hi) per row
-    scales: dict[str, dict[str, float]]               # aggregate name -> primitive -> noise scale
+
+@dataclass(frozen=True)
+class QueryResult:
+    """A noisy table: ``rows`` (keys then aggregates), an interval per aggregate value, the cost.
+
+    Immutable: ``rows`` is a tuple of tuples, ``intervals``, ``scales``, ``split``, ``details`` and
+    ``selection`` are read-only mappings.  ``timings`` is empty unless ``debug_timings=True`` was asked
+    (wall-clock times are not private).
+    """
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    intervals: Any  # aggregate name -> ((lo, hi) per row)
+    scales: Any     # aggregate name -> primitive -> noise scale
     guarantee: Any
-    split: dict[str, tuple[float, float]]
+    split: Any      # part -> (epsilon, delta)
     confidence: float
     insecure: bool
     plan: Any = None
-    selection: dict[str, Any] | None = None
-    details: dict[str, Any] = field(default_factory=dict)
+    selection: Any = None
+    details: Any = field(default_factory=dict)
     remaining: Any = None
-    timings: dict[str, float] = field(default_factory=dict)
+    timings: Any = field(default_factory=dict)
     engine: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("columns", "rows", "intervals", "scales", "split", "selection", "details", "timings"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, _frozen(value))
 
     @property
     def key_columns(self) -> list[str]:
@@ -116,9 +142,14 @@ def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[i
                       confidence: float, rng: Any) -> QueryResult:
     spec, compiled, split = plan.spec, plan.compiled, plan.split
     nk = compiled.key_count
+    # keyed by the canonical total-order key of the group (hashable and equal exactly when the engine's
+    # key values are the same, NaN included), never by the engine's objects themselves
     by_key: dict[tuple[Any, ...], dict[str, float]] = {}
+    labels: dict[tuple[Any, ...], tuple[Any, ...]] = {}
     for row in raw:
-        by_key[tuple(row[:nk])] = {c: (0.0 if v is None else float(v)) for c, v in zip(compiled.columns, row[nk:])}
+        k = _sort_key(tuple(row[:nk]))
+        labels[k] = tuple(row[:nk])
+        by_key[k] = {c: (0.0 if v is None else float(v)) for c, v in zip(compiled.columns, row[nk:])}
     insecure = rng is not None and is_insecure(rng)
     selection_info = None
     if not spec.keys:
@@ -128,19 +159,19 @@ def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[i
     else:
         sel = split.selection
         assert sel is not None
-        candidates = sorted(by_key, key=_sort_key)
+        candidates = sorted(by_key)  # the total order of the key values: released rows come out in it
         units = np.array([by_key[k]["__units"] for k in candidates], dtype=float)
         tau = sel.threshold
         if candidates:
             noisy = sel.mechanism.release(units, rng=rng).values.reshape(-1)
-            partitions = [k for k, n in zip(candidates, noisy) if n >= tau]
+            partitions = [labels[k] for k, n in zip(candidates, noisy) if n >= tau]
         else:
             partitions = []
         selection_info = {"threshold": tau, "epsilon": sel.epsilon, "delta": sel.delta_spent,
                           "noise_scale": sel.mechanism.scale, "candidates_considered": "not released"}
     g = len(partitions)
     zero = dict.fromkeys(compiled.columns, 0.0)
-    data = [by_key.get(k, zero) for k in partitions]
+    data = [by_key.get(_sort_key(k), zero) for k in partitions]
 
     per_agg: dict[str, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
     scales: dict[str, dict[str, float]] = {}
@@ -234,8 +265,28 @@ def _py(x: Any, kind: str) -> Any:
     return f
 
 
+def _total(v: Any) -> tuple[Any, ...]:
+    """A strict total order on the values one engine column can hold, whatever they are.
+
+    NULL first; a float by its IEEE 754 totalOrder position (so NaN, -0.0 and 0.0 are ordered, never
+    tied and never incomparable); anything else by Python's order of its type (integers, decimals,
+    text, dates, times, bytes, UUIDs), after the name of its type so that two types never meet.
+    """
+    if v is None:
+        return (0,)
+    if isinstance(v, (float, np.floating)):
+        bits = struct.unpack(">q", struct.pack(">d", float(v)))[0]
+        return (1, "float", bits ^ 0x7FFFFFFFFFFFFFFF if bits < 0 else bits)
+    if isinstance(v, (bool, np.bool_)):
+        return (1, "bool", bool(v))
+    if isinstance(v, (int, np.integer)):
+        return (1, "int", int(v))
+    return (1, type(v).__name__, v)
+
+
 def _sort_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
-    return tuple((v is None, str(type(v)), v) if v is not None else (True, "", 0) for v in key)
+    """The order of released rows: a function of the released key values alone (see :func:`_total`)."""
+    return tuple(_total(v) for v in key)
 
 
 def _width(plan: QueryPlan, m: Any) -> float:
@@ -250,14 +301,14 @@ def _quantiles(plan: QueryPlan, m: Any, partitions: list[tuple[Any, ...]], hists
     nk = plan.compiled.key_count
     table: dict[tuple[Any, ...], np.ndarray] = {}
     for row in hists[v.index]:
-        key = tuple(row[:nk])
+        key = _sort_key(tuple(row[:nk]))
         h = table.setdefault(key, np.zeros(b))
         h[int(row[nk])] += float(row[nk + 1])
     mech = m.mechanism(len(partitions))
     out, gaps = np.zeros(len(partitions)), np.zeros(len(partitions))
     edges = v.lo + (v.hi - v.lo) * np.arange(b + 1) / b
     for i, key in enumerate(partitions):
-        h = table.get(key, np.zeros(b))
+        h = table.get(_sort_key(key), np.zeros(b))
         below = np.concatenate([[0.0], np.cumsum(h)])  # weighted count below each edge
         util = -np.abs(below - m.q * below[-1])
         rel = mech.release(util, rng=rng, confidence=level)

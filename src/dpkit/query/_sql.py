@@ -30,27 +30,14 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from dpkit.errors import UnsupportedError
+from dpkit.query._policy import parse_expression, row_expression
 from dpkit.query._spec import Aggregate, Key, QuerySpec
 
-__all__ = ["parse_sql"]
+__all__ = ["parse_sql", "validate_spec"]
 
 _VARIANCE = {exp.Variance: ("variance", True), exp.VariancePop: ("variance", False),
              exp.Stddev: ("stddev", True), exp.StddevSamp: ("stddev", True), exp.StddevPop: ("stddev", False)}
 _QUANTILE = (exp.PercentileCont, exp.Quantile, exp.ApproxQuantile, exp.PercentileDisc)
-_NONDETERMINISTIC_NAMES = {"random", "rand", "randn", "uuid", "gen_random_uuid", "uuidv4", "uuidv7", "now", "today",
-                           "setseed", "nextval", "currval", "get_current_time", "get_current_timestamp",
-                           "transaction_timestamp", "statement_timestamp", "unix_timestamp", "monotonically_increasing_id",
-                           "spark_partition_id", "input_file_name", "shuffle"}
-
-
-def _nondeterministic(node: exp.Expression) -> bool:
-    """Functions whose value is not fixed by the row: random numbers, clocks, sequences, session state."""
-    cls = type(node).__name__
-    if cls.startswith(("Current", "Local")) or cls in {"Rand", "Randn", "Randstr", "Uuid", "Random", "Shuffle"}:
-        return True
-    if isinstance(node, exp.Anonymous):
-        return str(node.this).lower() in _NONDETERMINISTIC_NAMES
-    return isinstance(node, exp.Func) and node.sql_name().lower() in _NONDETERMINISTIC_NAMES
 
 
 def _refuse(reason: str, fix: str) -> UnsupportedError:
@@ -58,29 +45,8 @@ def _refuse(reason: str, fix: str) -> UnsupportedError:
 
 
 def _row_level(node: exp.Expression, where: str) -> str:
-    """Check that ``node`` is a deterministic row-level expression; return its DuckDB SQL."""
-    for sub in node.walk():
-        if isinstance(sub, (exp.Select, exp.Subquery)):
-            raise _refuse(f"a subquery in {where} is not supported:", "filter and compute on the session's table only.")
-        if isinstance(sub, exp.Window):
-            raise _refuse(f"a window function in {where} is not supported:",
-                          "window functions mix rows of different privacy units.")
-        if isinstance(sub, exp.AggFunc):
-            raise _refuse(f"an aggregate inside {where} ({sub.sql('duckdb')}) is not supported:",
-                          "aggregates may appear only at the top of the select list.")
-        if _nondeterministic(sub):
-            raise _refuse(f"a non-deterministic function in {where} ({sub.sql('duckdb')}) is not supported:",
-                          "a query must be a fixed function of the data.")
-    for sub in node.walk():
-        if isinstance(sub, (exp.Anonymous, exp.Func)):
-            name = (str(sub.this) if isinstance(sub, exp.Anonymous) else sub.sql_name()).lower()
-            if name in {"error", "raise_error", "assert_true"}:
-                raise _refuse(f"{sub.sql('duckdb')} in {where} raises an error on some rows, which would tell "
-                              "whether such a row exists;", "filter those rows out instead.")
-    # CAST -> TRY_CAST: a value that does not convert becomes NULL (dropped by the NULL policy)
-    # instead of failing the whole query on one unit's row
-    node = node.transform(lambda n: exp.TryCast(this=n.this, to=n.args["to"]) if type(n) is exp.Cast else n)
-    return node.sql(dialect="duckdb")
+    """Check that ``node`` is an allowed deterministic row-level expression; return its DuckDB SQL."""
+    return row_expression(node, where)
 
 
 def _columns(node: exp.Expression) -> set[str]:
@@ -219,12 +185,7 @@ def parse_sql(text: str, *, table: str, privacy_unit: str, dialect: str = "duckd
     if src.name.lower() != table.lower():
         raise ValueError(f"unknown table {src.name!r}: this session's table is {table!r}.")
 
-    for col in tree.find_all(exp.Column):  # t.x -> x: the relation is renamed for the engine
-        if col.table:
-            if col.table.lower() != table.lower() or col.args.get("db") or col.args.get("catalog"):
-                raise ValueError(f"unknown table {col.table!r} in {col.sql(dialect='duckdb')}: this session's "
-                                 f"table is {table!r}.")
-            col.set("table", None)
+    _strip_table(tree, table)  # t.x -> x: the relation is renamed for the engine
     columns: set[str] = set()
     where = None
     if tree.args.get("where") is not None:
@@ -273,7 +234,7 @@ def parse_sql(text: str, *, table: str, privacy_unit: str, dialect: str = "duckd
         name = _output_name(item, i)
         node = item.this if isinstance(item, exp.Alias) else item
         if not any(isinstance(n, exp.AggFunc) for n in node.walk()):
-            sql = node.sql(dialect="duckdb")
+            sql = _row_level(node, "the select list")  # as the GROUP BY keys were written (CAST -> TRY_CAST)
             if sql not in key_sql:
                 raise _refuse(f"{sql} is neither an aggregate nor a GROUP BY key, so it would return values of "
                               "individual rows;", f"aggregate it or add it to GROUP BY.")
@@ -314,3 +275,78 @@ def parse_sql(text: str, *, table: str, privacy_unit: str, dialect: str = "duckd
     return QuerySpec(table=table, keys=tuple(keys), aggregates=tuple(aggregates), where=where,
                      order_by=tuple(order), limit=limit, text=text.strip(), columns=tuple(sorted(columns)))
 
+
+
+def _strip_table(node: exp.Expression, table: str) -> exp.Expression:
+    """``t.x`` -> ``x`` for the session's table ``t``; another qualifier is refused."""
+    for col in node.find_all(exp.Column):
+        if col.table:
+            if col.table.lower() != table.lower() or col.args.get("db") or col.args.get("catalog"):
+                raise ValueError(f"unknown table {col.table!r} in {col.sql(dialect='duckdb')}: this session's "
+                                 f"table is {table!r}.")
+            col.set("table", None)
+    return node
+
+
+def validate_spec(spec: QuerySpec, *, table: str, privacy_unit: str) -> QuerySpec:
+    """Check a :class:`QuerySpec` from any entry point as strictly as parsed SQL, and rebuild it.
+
+    Every expression (keys, aggregate arguments, WHERE) is parsed as one expression, checked against
+    the allow-list of :mod:`dpkit.query._policy` and re-emitted from its syntax tree, so no text of the
+    caller's reaches the engine verbatim; the columns it reads are recomputed from the trees.
+
+    Raises
+    ------
+    TypeError
+        If ``spec`` is not a QuerySpec.
+    ValueError, UnsupportedError
+        As :func:`parse_sql`, for the same faults.
+    """
+    if not isinstance(spec, QuerySpec):
+        raise TypeError(f"expected SQL text or a QuerySpec; got {type(spec).__name__}.")
+    if not isinstance(spec.table, str) or spec.table.lower() != table.lower():
+        raise ValueError(f"unknown table {spec.table!r}: this session's table is {table!r}.")
+    columns: set[str] = set()
+
+    def expression(text: object, where: str) -> tuple[str, exp.Expression]:
+        node = _strip_table(parse_expression(text, where), table)
+        sql = row_expression(node, where)
+        columns.update(_columns(node))
+        return sql, node
+
+    keys = []
+    for k in spec.keys:
+        if not isinstance(k, Key) or not isinstance(k.name, str) or not k.name:
+            raise TypeError(f"group keys must be Key(name, expr) with a non-empty name; got {k!r}.")
+        sql, node = expression(k.expr, f"the group key {k.name!r}")
+        bare = node
+        while isinstance(bare, exp.Paren):
+            bare = bare.this
+        if isinstance(bare, exp.Column) and bare.name == privacy_unit:
+            raise _refuse(f"grouping by the privacy unit {privacy_unit!r} would release one group per unit;",
+                          "group by attributes shared by many units.")
+        keys.append(Key(name=k.name, expr=sql))
+    aggregates = []
+    for a in spec.aggregates:
+        if not isinstance(a, Aggregate) or not isinstance(a.name, str) or not a.name:
+            raise TypeError(f"aggregates must be Aggregate(kind, name, ...) with a non-empty name; got {a!r}.")
+        if a.kind in ("count", "count_units"):
+            if a.expr is not None:
+                raise ValueError(f"{a.name}: a {a.kind} aggregate takes no expression; got {a.expr!r}.")
+            if a.kind == "count_units":
+                columns.add(privacy_unit)
+            aggregates.append(Aggregate(a.kind, a.name, q=a.q, sample=a.sample))
+            continue
+        sql, node = expression(a.expr, f"the argument of {a.name}")
+        column = node.name if isinstance(node, exp.Column) else None
+        aggregates.append(Aggregate(a.kind, a.name, expr=sql, column=column, q=a.q, sample=a.sample))
+    where = None if spec.where is None else expression(spec.where, "WHERE")[0]
+    names = [k.name for k in keys] + [a.name for a in aggregates]
+    for label, desc in spec.order_by:
+        if label not in names or not isinstance(desc, bool):
+            raise ValueError(f"ORDER BY {label!r} does not name an output column; order by one of {names}.")
+    if spec.limit is not None and (isinstance(spec.limit, bool) or not isinstance(spec.limit, int) or spec.limit < 0):
+        raise ValueError(f"LIMIT must be a non-negative integer; got {spec.limit!r}.")
+    return QuerySpec(table=table, keys=tuple(keys), aggregates=tuple(aggregates), where=where,
+                     order_by=tuple(spec.order_by), limit=spec.limit, text=str(spec.text),
+                     columns=tuple(sorted(columns)))

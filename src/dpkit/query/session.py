@@ -4,26 +4,33 @@ r"""A DP session over one table: plan, bound, aggregate in the engine, noise, re
 unit column and to a durable ledger (:class:`~dpkit.ledger.SQLiteLedger`) holding the budget.
 ``session.sql(text, epsilon=..., bounds=...)`` answers one aggregate query:
 
-1. parse and validate (:mod:`dpkit.query._sql`), check columns and types against the engine's
-   schema, resolve clamping bounds, split the budget (:mod:`dpkit.query._noise`) -- nothing is
-   read but the schema and whether the table has a row;
-2. reserve the query's guarantee in the ledger (atomic check-and-record, so concurrent sessions
-   cannot overspend together; a refusal here costs nothing and runs nothing);
+1. parse and validate (:mod:`dpkit.query._sql`): every expression, whether from SQL text or a
+   hand-built :class:`~dpkit.query.QuerySpec`, is parsed as one expression, allow-listed and
+   re-emitted from its syntax tree (:mod:`dpkit.query._policy`); check columns and types against the
+   schema, resolve clamping bounds, split the budget (:mod:`dpkit.query._noise`), and bind the
+   compiled SQL in the engine without running it, so that an error the schema alone determines is
+   raised here.  Nothing reads a row: ``plan()`` stops at this step and spends nothing;
+2. record the query's guarantee in the ledger as spent (an atomic check-and-record, so concurrent
+   sessions cannot overspend together; a refusal here costs nothing and runs nothing);
 3. run the bounding-and-aggregation SQL in the engine (:mod:`dpkit.query._compile`);
-4. add noise, and commit the reservation before returning the result.  Once the engine may have
-   read a row, the reservation is committed whatever happens: an engine error or an overflow can
-   depend on the data, so no failure is a free look at it (and the engine's message, which can
-   quote a row, is withheld: :class:`DataDependentFailure`).  Expressions are made total where
-   possible instead: every user expression that is not a bare column runs under DuckDB's TRY
-   (Spark: ANSI mode off), CAST is TRY_CAST, ``error()`` is refused.
+4. add noise and return the result.  Once the engine may read a row the spend is already
+   committed: no failure, callback or abort can hand it back, and a failure says nothing of what
+   failed (:class:`DataDependentFailure`).  Expressions are made total instead: every user
+   expression that is not a bare column runs under DuckDB's TRY (Spark: ANSI mode off), CAST is
+   TRY_CAST, ``error()`` is refused, and every step after the engine is total over what the
+   engine can return (NaN, infinities, NULL, huge integers; non-scalar group keys are refused from
+   the schema).
 
-Policies (all documented in the README):
+Policies (all documented in the README, with the threat model):
 
 * NULL or NaN in a value is dropped before bounding (as SQL's SUM/AVG ignore NULL); COUNT(*)
   counts the row.  A dropped value depends only on its own row, so sensitivities are unchanged.
   Rows whose privacy unit is NULL are dropped: they belong to no unit that could be bounded.
-* An empty table is refused before anything is spent.  Whether a table has any row is treated as
-  public, like its schema.
+* An empty table is answered like any other (noisy zeros); whether a table has rows is not public.
+* The schema is public: the declared one for CSV and JSON files (their types would otherwise be
+  guessed from the values), the file's own for Parquet, the frame's or table's own otherwise.
+* Released rows are in a fixed order: the public keys' order, or (for privately selected groups)
+  a total order of the released key values alone, never the engine's order.
 * Estimates are for the *bounded* data (clamped values, at most ``max_rows`` rows per unit and
   partition, ``max_partitions`` partitions per unit); intervals cover that bounded value with the
   stated confidence, from the noise law alone.
@@ -51,7 +58,8 @@ from dpkit.query._compile import Compiled, ValueColumn, compile_query, literal, 
 from dpkit.query._noise import INTEGER_PRIMITIVES, Measurement, Selection, Split
 from dpkit.query._result import QueryResult, finish_aggregates
 from dpkit.query._spec import Aggregate, Key, QuerySpec
-from dpkit.query._sql import parse_sql
+from dpkit.query._policy import check_key_type
+from dpkit.query._sql import parse_sql, validate_spec
 
 __all__ = ["DataDependentFailure", "QueryPlan", "Session"]
 
@@ -156,17 +164,17 @@ class Session:
     ...     r = s.sql("SELECT k, COUNT(*) AS n FROM t GROUP BY k", epsilon=0.5, keys={"k": ["a", "b"]},
     ...               rng=insecure_seeded(0))
     ...     print(r.columns, len(r.rows), s.remaining())
-    ['k', 'n'] 2 0.5-DP
+    ('k', 'n') 2 0.5-DP
     """
 
     def __init__(self, data: Any, *, privacy_unit: str, ledger: str | os.PathLike[str] | SQLiteLedger,
                  budget: PureDP | ApproxDP | None = None, table: str = "t", engine: str | None = None,
-                 spark: Any = None) -> None:
+                 spark: Any = None, schema: dict[str, str] | None = None) -> None:
         if not isinstance(privacy_unit, str) or not privacy_unit:
             raise ValueError("privacy_unit must name the column that identifies a person (e.g. 'user_id').")
         if not isinstance(table, str) or not table.isidentifier():
             raise ValueError(f"table must be a plain SQL name such as 't'; got {table!r}.")
-        self._backend = self._open(data, table=table, engine=engine, spark=spark)
+        self._backend = self._open(data, table=table, engine=engine, spark=spark, schema=schema)
         self.table = table
         self.privacy_unit = privacy_unit
         self._schema = self._backend.schema()
@@ -181,10 +189,14 @@ class Session:
             self.ledger = SQLiteLedger(ledger, budget=budget)
 
     @staticmethod
-    def _open(data: Any, *, table: str, engine: str | None, spark: Any) -> DuckDBBackend | SparkBackend:
+    def _open(data: Any, *, table: str, engine: str | None, spark: Any,
+              schema: dict[str, str] | None) -> DuckDBBackend | SparkBackend:
         if engine not in (None, "duckdb", "spark"):
             raise ValueError(f"engine must be 'duckdb' or 'spark'; got {engine!r}.")
         module = type(data).__module__
+        if schema is not None and not isinstance(data, (str, os.PathLike)):
+            raise ValueError("schema= declares the types of a CSV, JSON or Parquet file; a dataframe or a table "
+                             "already has its own types (convert them there, e.g. pandas.read_csv(dtype=...)).")
         if module.startswith("pyspark"):
             if engine == "duckdb":
                 raise ValueError("a Spark DataFrame runs on Spark; drop engine='duckdb'.")
@@ -197,8 +209,8 @@ class Session:
                     from pyspark.sql import SparkSession
 
                     spark = SparkSession.builder.master("local[*]").appName("dpkit").getOrCreate()
-                return SparkBackend.from_file(spark, data)
-            return DuckDBBackend.from_file(data)
+                return SparkBackend.from_file(spark, data, schema=schema)
+            return DuckDBBackend.from_file(data, schema=schema)
         if engine == "spark" and spark is not None and data is None:
             return SparkBackend.from_table(spark, table)
         if any(module.startswith(m) for m in ("pandas", "polars", "pyarrow")):
@@ -253,18 +265,20 @@ class Session:
             raise ValueError(f"noise must be 'laplace' or 'gaussian'; got {noise!r}.")
         if partition_order not in ("hash", "md5"):
             raise ValueError(f"partition_order must be 'hash' or 'md5'; got {partition_order!r}.")
-        spec = query if isinstance(query, QuerySpec) else parse_sql(
-            query, table=self.table, privacy_unit=self.privacy_unit, dialect=dialect, table_columns=self._schema)
+        if not isinstance(query, QuerySpec):
+            query = parse_sql(query, table=self.table, privacy_unit=self.privacy_unit, dialect=dialect,
+                              table_columns=self._schema)
+        # every expression, from SQL text or a hand-built QuerySpec, re-parsed, allow-listed and re-emitted
+        spec = validate_spec(query, table=self.table, privacy_unit=self.privacy_unit)
         missing = [c for c in spec.columns if c not in self._schema]
         if missing:
             raise ValueError(f"unknown column{'s' if len(missing) > 1 else ''} {missing}; the table has "
                              f"{sorted(self._schema)}.")
-        if self._backend.is_empty():
-            raise ValueError("the table is empty: there is nothing to answer, and nothing was spent.")
         values = self._values(spec, bounds or {})
-        needs_types = keys is not None or partition_order == "md5"  # asked of the engine once, when needed
-        key_types = self._backend.expression_types(
-            [transpile(k.expr, self._backend.dialect) for k in spec.keys] if needs_types else [])
+        # the keys' types, from the schema alone (the engine binds, it reads no row)
+        key_types = self._types([k.expr for k in spec.keys])
+        for key, type_name in zip(spec.keys, key_types):
+            check_key_type(key.name, type_name)
         public = self._public_keys(spec, keys, key_types)
         if spec.keys and public is None and dl == 0.0:
             raise UnsupportedError(
@@ -285,6 +299,7 @@ class Session:
         compiled = compile_query(replace(spec, table=self._backend.relation), privacy_unit=self.privacy_unit,
                                  values=values, max_partitions=k_max, max_rows=l_max,
                                  public_keys=public, salt=salt, buckets=buckets, partition_order=partition_order)
+        self._bind(compiled)
         total_delta = math.fsum(m.delta for m in plan_split.measurements)
         if plan_split.selection is not None:
             total_delta += plan_split.selection.delta
@@ -302,6 +317,26 @@ class Session:
                          max_partitions=k_max, max_rows=l_max, public_keys=public, bounds=used_bounds,
                          noise=noise, dialect=self._backend.dialect, values=values)
 
+    def _types(self, exprs: list[str]) -> list[str]:
+        """The engine types of row-level expressions, from the schema alone (the engine binds, reads no row)."""
+        try:
+            return self._backend.expression_types([transpile(e, self._backend.dialect) for e in exprs])
+        except Exception as exc:  # noqa: BLE001 - binding reads no row, so the engine's message is safe to show
+            raise ValueError(f"the {self.engine} engine cannot evaluate {exprs} on this table "
+                             f"({type(exc).__name__}): {str(exc).strip()} Nothing was spent.") from None
+
+    def _bind(self, compiled: Compiled) -> None:
+        """Bind every statement of the plan against the schema, running nothing, so that an error the schema
+        alone determines (an unknown function, a type mismatch) is raised before anything is reserved."""
+        statements = [compiled.sql(self._backend.dialect)] + [
+            compiled.histogram_sql(i, self._backend.dialect) for i in compiled.histograms]
+        for statement in statements:
+            try:
+                self._backend.check(statement)
+            except Exception as exc:  # noqa: BLE001 - binding reads no row, so the engine's message is safe to show
+                raise ValueError(f"the {self.engine} engine cannot run this query ({type(exc).__name__}): "
+                                 f"{str(exc).strip()} Nothing was spent.") from None
+
     def _values(self, spec: QuerySpec, bounds: dict[str, tuple[float, float]]) -> dict[str, ValueColumn]:
         if not isinstance(bounds, dict):
             raise TypeError("bounds must be a dict mapping a column (or output name) to (lo, hi).")
@@ -310,7 +345,7 @@ class Session:
             raise ValueError(f"bounds given for {unknown}, which is neither a column of the table nor an output "
                              f"name of the query.")
         with_values = [a for a in spec.aggregates if a.expr is not None]
-        types = self._backend.expression_types([transpile(a.expr, self._backend.dialect) for a in with_values])
+        types = self._types([a.expr for a in with_values if a.expr is not None])
         out: dict[str, ValueColumn] = {}
         index: dict[tuple[str, Any, Any, bool], int] = {}
         for agg, type_name in zip(with_values, types):
@@ -381,9 +416,16 @@ class Session:
             if unknown or missing:
                 raise ValueError(f"split must give a share to each of {parts}"
                                  + (f"; unknown {unknown}" if unknown else "") + (f"; missing {missing}" if missing else ""))
-            w = {p: float(weights[p]) for p in parts}
-            if any(not (x > 0 and math.isfinite(x)) for x in w.values()) or abs(math.fsum(w.values()) - 1.0) > 1e-9:
-                raise ValueError(f"split shares must be > 0 and sum to 1; got {weights} (sum {math.fsum(w.values())}).")
+            try:
+                w = {p: float(weights[p]) for p in parts}
+            except (TypeError, ValueError):
+                raise ValueError(f"split shares must be numbers; got {weights}.") from None
+            total = math.fsum(w.values())
+            if any(not (x > 0 and math.isfinite(x)) for x in w.values()) or abs(total - 1.0) > 1e-9:
+                raise ValueError(f"split shares must be > 0 and sum to 1; got {weights} (sum {total!r}).")
+            # shares that sum to 1 up to rounding are read as fractions of their sum, so that however they
+            # round, the parts never add up to more than the query's (epsilon, delta)
+            w = {p: x / total for p, x in w.items()}
         # delta goes to the parts that need it: selection and Gaussian measurements
         needs_delta = (["partition_selection"] if select else []) + (
             [a.name for a in spec.aggregates if a.kind != "quantile"] if noise == "gaussian" else [])
@@ -427,7 +469,7 @@ class Session:
             keys: Any = None, noise: str = "laplace", split: dict[str, float] | None = None,
             quantile_buckets: int = 1024, confidence: float = 0.95, rng: np.random.Generator | None = None,
             dialect: str = "duckdb", partition_order: str = "hash",
-            progress: Callable[[str], None] | None = None) -> QueryResult:
+            progress: Callable[[str], None] | None = None, debug_timings: bool = False) -> QueryResult:
         """Answer one aggregate query with differential privacy, recording its cost first.
 
         Parameters
@@ -467,7 +509,12 @@ class Session:
             engine's fast hash (default), or from md5, which every engine computes identically (so
             DuckDB and Spark keep the same partitions), about 7x slower on that step.
         progress : callable, optional
-            Called with a short message at each stage.
+            Called with a short fixed message at each stage (the messages say nothing of the data; the time
+            between them is the engine's wall-clock time, which is not private: see the README's threat model).
+        debug_timings : bool, default False
+            Put the engine's and the total wall-clock time on ``result.timings``.  Timings depend on the
+            data and are not private (an analyst who sees them can tell neighbouring tables apart); for
+            debugging on non-sensitive data only.
 
         Raises
         ------
@@ -485,35 +532,43 @@ class Session:
                          quantile_buckets=quantile_buckets, dialect=dialect, partition_order=partition_order)
         if not 0.0 < confidence < 1.0:
             raise ValueError(f"confidence must be in (0, 1); got {confidence!r}.")
+        if rng is not None and not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy Generator (or None for the secure default); got {type(rng).__name__}.")
         label = plan.spec.text if len(plan.spec.text) <= 200 else plan.spec.text[:197] + "..."
         meta = {"engine": self.engine, "split": {k: list(v) for k, v in plan.split.shares().items()},
                 "max_partitions": plan.max_partitions, "max_rows": plan.max_rows}
-        # Reserve before the engine reads any row: from then on every outcome, an answer or a failure
-        # (an engine error, an overflow), may depend on the data, so the spend is committed whatever
-        # happens and a failure is never a free look at the data.
-        reservation = self.ledger.reserve(plan.guarantee, label=label, metadata=meta)
+        # The spend is committed, not merely reserved, before the engine reads a row: from then on every
+        # outcome (an answer, an engine failure, an exception in a progress callback) may depend on the
+        # data, so no code path may hand the budget back (a committed spend cannot be aborted).
+        self.ledger.commit(self.ledger.reserve(plan.guarantee, label=label, metadata=meta))
+        say(f"bounding contributions and aggregating in {self.engine}")
+        t_engine = time.perf_counter()
+        failed = False
         try:
-            say(f"bounding contributions and aggregating in {self.engine}")
-            try:
-                raw = self._backend.fetch(plan.compiled.sql(self._backend.dialect))
-                hists = {i: self._backend.fetch(plan.compiled.histogram_sql(i, self._backend.dialect))
-                         for i in plan.compiled.histograms}
-            except Exception as exc:  # noqa: BLE001 - any engine failure after reading data is charged
-                raise DataDependentFailure(
-                    f"the {self.engine} engine failed while reading the data ({type(exc).__name__}); this query's "
-                    f"budget {plan.guarantee} is spent, since the failure may depend on the data. Its message "
-                    "is withheld because it can quote a row; run plan(...).sql on non-sensitive data to debug."
-                ) from None
-            t_engine = time.perf_counter() - t0
-            say("adding noise and recording the spend in the ledger")
+            raw = self._backend.fetch(plan.compiled.sql(self._backend.dialect))
+            hists = {i: self._backend.fetch(plan.compiled.histogram_sql(i, self._backend.dialect))
+                     for i in plan.compiled.histograms}
+        except Exception:  # noqa: BLE001 - any engine failure after reading data is charged and says nothing
+            failed = True
+        if failed:  # raised outside the handler, so the engine's exception is not even its __context__
+            raise DataDependentFailure(
+                f"the {self.engine} engine failed while reading the data; this query's budget {plan.guarantee} is "
+                "spent, since the failure may depend on the data. What failed is withheld because it can depend "
+                "on a row; run plan(...).sql on non-sensitive data to debug.")
+        t_engine = time.perf_counter() - t_engine
+        say("adding noise")
+        try:
             result = finish_aggregates(plan, raw, hists, confidence=confidence, rng=rng)
-        finally:
-            self.ledger.commit(reservation)  # also on failure: see above
-        result.remaining = self.ledger.remaining()
-        result.timings = {"engine_s": t_engine, "total_s": time.perf_counter() - t0}
-        result.engine = self.engine
-        return result
-
+        except Exception:  # noqa: BLE001 - post-processing is total (tests/adversarial); never a message of data
+            failed = True
+        if failed:
+            raise DataDependentFailure(
+                f"dpkit could not finish this query after the engine ran; its budget {plan.guarantee} is spent. "
+                "Details are withheld because they could depend on the data; please report it as a bug.")
+        timings = ({"engine_s": t_engine, "total_s": time.perf_counter() - t0,
+                    "note": "wall-clock times depend on the data and are NOT private; for debugging only"}
+                   if debug_timings else {})
+        return replace(result, remaining=self.ledger.remaining(), timings=timings, engine=self.engine)
 
     def histogram(self, column: str, edges: Any, *, epsilon: float, max_partitions: int = 1, max_rows: int = 1,
                   where: str | None = None, noise: str = "laplace", delta: float = 0.0, confidence: float = 0.95,

@@ -1,0 +1,210 @@
+r"""Which user SQL may reach the engine: one parsed expression, re-emitted from its tree, allow-listed.
+
+Contract
+--------
+No text a caller writes is pasted into engine SQL.  Every row-level expression (a group key, an
+aggregate's argument, a WHERE condition), whether it came from :func:`dpkit.query.parse_sql` or
+from a hand-built :class:`~dpkit.query.QuerySpec`, is parsed by sqlglot as exactly **one
+expression** (never a statement; ``;`` cannot smuggle a second one), checked node by node against
+an allow-list, and re-emitted from the syntax tree by :func:`row_expression`.  The allow-list:
+
+* **Structure**: columns of the session's table, literals, arithmetic, comparison and logical
+  operators, ``CASE``, ``CAST`` (compiled as ``TRY_CAST``), ``IN`` over a list of values,
+  ``BETWEEN``, ``LIKE``, intervals and list literals (:data:`STRUCTURAL`).  Subqueries, window
+  functions, aggregates, lambdas, parameters and anything else are refused.
+* **Functions**: a function is allowed only if the DuckDB function it compiles to is a built-in
+  scalar function that DuckDB itself marks deterministic (``stability = 'CONSISTENT'`` in
+  ``duckdb_functions()``, read from a fresh in-memory database, never the caller's connection), or
+  one of a few deterministic built-in macros (:data:`_MACROS`), and is not in :data:`_UNBOUNDED`
+  (functions whose *output size* a value controls, e.g. ``repeat``: one unit's row could exhaust
+  memory and fail the query, which no ``TRY`` catches).  Random numbers, clocks, sequences,
+  ``error()``, ``sleep_ms`` and every catalog or session function are refused by the first rule.
+* **Group keys** must have a scalar type (:func:`check_key_type`): a list, struct, map or union
+  key could not be compared, hashed or ordered the same way by every step after the engine.
+
+Why hand-written: no library decides which SQL is a *row-level, deterministic, total* function of
+one row; sqlglot provides the parsing and the re-emission.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, SqlglotError
+
+from dpkit.errors import UnsupportedError
+
+__all__ = ["STRUCTURAL", "allowed_function_names", "check_key_type", "parse_expression", "row_expression"]
+
+#: Expression nodes that are allowed as they are (their children are checked too).
+STRUCTURAL: tuple[type[exp.Expression], ...] = (
+    exp.Column, exp.Identifier, exp.Literal, exp.Boolean, exp.Null, exp.Var, exp.DataType, exp.DataTypeParam,
+    exp.Paren, exp.Neg, exp.Not, exp.BitwiseNot,
+    exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod, exp.Pow, exp.DPipe,
+    exp.BitwiseAnd, exp.BitwiseOr, exp.BitwiseXor, exp.BitwiseLeftShift, exp.BitwiseRightShift,
+    exp.And, exp.Or, exp.Xor,
+    exp.EQ, exp.NEQ, exp.NullSafeEQ, exp.NullSafeNEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Is,
+    exp.Like, exp.ILike, exp.SimilarTo, exp.Glob, exp.Escape, exp.Between, exp.In, exp.Tuple,
+    exp.Case, exp.If, exp.Cast, exp.TryCast, exp.Interval, exp.Array, exp.Bracket, exp.Try,
+    exp.Extract, exp.Coalesce, exp.Nullif,
+)
+
+# Function-call syntax that compiles to a keyword form rather than a catalogue function.
+_SYNTAX_NAMES = {"cast", "try_cast", "extract", "coalesce", "nullif", "try", "if"}
+
+#: Deterministic built-in DuckDB macros (the catalogue lists macros without a stability flag; many
+#: of the others read the catalogue, the clock or the session, or sleep).
+_MACROS = frozenset({
+    "if", "nullif", "split_part", "date_add", "days_in_month", "fdiv", "fmod", "md5_number_lower",
+    "md5_number_upper", "array_to_string", "list_reverse", "array_reverse", "list_append", "list_prepend",
+    "array_append", "array_prepend", "array_push_back", "array_push_front", "array_pop_back", "array_pop_front",
+    "list_sum", "list_avg", "list_min", "list_max", "list_count", "list_first", "list_last", "list_median",
+})
+
+#: Deterministic functions refused because a value sets the size of their output (a unit could make
+#: the query run out of memory, a failure that depends on its rows and that TRY does not catch).
+_UNBOUNDED = frozenset({
+    "repeat", "lpad", "rpad", "range", "generate_series", "list_resize", "array_resize", "unnest",
+    "string_split_regex", "regexp_split_to_array", "str_split_regex", "list_grade_up", "sleep_ms",
+    "bar", "format_bytes", "printf", "format", "getenv", "version", "current_setting",
+})
+
+_CALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+
+
+@functools.lru_cache(maxsize=1)
+def allowed_function_names() -> frozenset[str]:
+    """Lower-case names of the functions a row-level expression may call (see the module docstring)."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        rows = con.execute(
+            "SELECT DISTINCT lower(function_name) FROM duckdb_functions() "
+            "WHERE function_type = 'scalar' AND stability = 'CONSISTENT'"
+        ).fetchall()
+    finally:
+        con.close()
+    return frozenset(r[0] for r in rows) - _UNBOUNDED | _MACROS
+
+
+def _refuse(reason: str, fix: str) -> UnsupportedError:
+    return UnsupportedError(f"{reason} {fix}")
+
+
+def _function_name(node: exp.Func) -> str | None:
+    """The name of the DuckDB function ``node`` compiles to, or None for a keyword form (CASE, ...)."""
+    if isinstance(node, exp.Anonymous):
+        return str(node.this).lower()
+    try:
+        sql = node.sql(dialect="duckdb", unsupported_level=sqlglot.ErrorLevel.RAISE)
+    except SqlglotError:
+        return "?"  # sqlglot cannot write it for DuckDB: refused as unknown
+    m = _CALL.match(sql)
+    return m.group(1).lower() if m else None
+
+
+def _check_node(node: exp.Expression, where: str) -> None:
+    text = node.sql(dialect="duckdb")
+    if isinstance(node, (exp.Select, exp.Subquery, exp.Query, exp.Exists)):
+        raise _refuse(f"a subquery in {where} is not supported:", "filter and compute on the session's table only.")
+    if isinstance(node, exp.Window):
+        raise _refuse(f"a window function in {where} ({text}) is not supported:",
+                      "window functions mix rows of different privacy units.")
+    if isinstance(node, exp.AggFunc):
+        raise _refuse(f"an aggregate inside {where} ({text}) is not supported:",
+                      "aggregates may appear only at the top of the select list.")
+    if isinstance(node, exp.In) and node.args.get("query") is not None:
+        raise _refuse(f"a subquery in {where} is not supported:", "write IN with a list of values.")
+    if isinstance(node, exp.Column):
+        if isinstance(node.this, exp.Star):
+            raise _refuse(f"{text} in {where} selects whole rows;", "name the columns.")
+        if node.args.get("db") or node.args.get("catalog"):
+            raise _refuse(f"{text} in {where} names another database;", "use the session's table only.")
+        return
+    if isinstance(node, exp.Func) and not isinstance(node, STRUCTURAL):
+        name = _function_name(node)
+        if name is None:
+            cls = type(node).__name__
+            if cls.startswith(("Current", "Local")):
+                raise _refuse(f"a non-deterministic function in {where} ({text}) is not supported:",
+                              "a query must be a fixed function of the data.")
+            raise _refuse(f"{text} in {where} is not supported:", "use plain functions of the row's columns.")
+        if name in _SYNTAX_NAMES:
+            return
+        if name in {"error", "raise_error", "assert_true"}:
+            raise _refuse(f"{text} in {where} raises an error on some rows, which would tell whether such a row "
+                          "exists;", "filter those rows out instead.")
+        if name in _UNBOUNDED:
+            raise _refuse(f"{name}() in {where} is not supported: its output size is set by a value, so one "
+                          "unit's row could make the query run out of memory;", "use a function of bounded size.")
+        if name not in allowed_function_names():
+            raise _refuse(f"a non-deterministic or unknown function in {where} ({text}) is not supported:",
+                          "a query must be a fixed function of the data; use DuckDB's deterministic scalar "
+                          "functions (random numbers, clocks, sequences and session functions are refused).")
+        return
+    if not isinstance(node, STRUCTURAL):
+        raise _refuse(f"{text} ({type(node).__name__}) in {where} is not supported:",
+                      "use columns, literals, operators, CASE, CAST and deterministic scalar functions.")
+
+
+def row_expression(node: exp.Expression, where: str) -> str:
+    """Check that ``node`` is an allowed deterministic row-level expression; return its DuckDB SQL.
+
+    The SQL is re-emitted from the tree, with ``CAST`` turned into ``TRY_CAST`` (a value that does not
+    convert becomes NULL instead of failing the query on one unit's row).
+
+    Raises
+    ------
+    UnsupportedError
+        For anything outside the allow-list of the module docstring, with the reason and a fix.
+    """
+    for sub in node.walk():
+        _check_node(sub, where)
+    node = node.transform(lambda n: exp.TryCast(this=n.this, to=n.args["to"]) if type(n) is exp.Cast else n)
+    return node.sql(dialect="duckdb")
+
+
+def parse_expression(text: object, where: str, *, dialect: str = "duckdb") -> exp.Expression:
+    """Parse ``text`` as exactly one SQL expression (not a statement), or refuse.
+
+    Raises
+    ------
+    ValueError
+        If it does not parse, is empty, or holds more than one statement or expression.
+    UnsupportedError
+        If it is a statement (SELECT, INSERT, PRAGMA, ...) rather than an expression.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"{where} must be a non-empty SQL expression; got {text!r}.")
+    try:
+        parsed = [p for p in sqlglot.parse(text, read=dialect) if p is not None]
+    except (ParseError, SqlglotError) as e:
+        raise ValueError(f"could not parse {where} as SQL: {e}") from None
+    if len(parsed) != 1:
+        raise ValueError(f"{where} must be one SQL expression; got {len(parsed)} statements.")
+    node = parsed[0]
+    if isinstance(node, (exp.Query, exp.Command, exp.DDL, exp.DML, exp.Pragma, exp.Set, exp.Use, exp.Transaction)) \
+            or type(node).__name__ in {"Describe", "Copy", "Export", "Install", "Load"}:
+        raise _refuse(f"{where} must be an expression, not a {type(node).__name__.upper()} statement;",
+                      "write a row-level expression such as lower(region) or price * quantity.")
+    if isinstance(node, exp.Alias):
+        raise ValueError(f"{where} must be an expression without an alias; got {text!r}.")
+    return node
+
+
+_NON_SCALAR = re.compile(r"(\[|<|^\s*(struct|map|union|array|list|variant)\b)", re.IGNORECASE)
+
+
+def check_key_type(name: str, type_name: str) -> None:
+    """Refuse a group key whose engine type is not scalar (a list, struct, map, union or array).
+
+    Such keys could not be hashed or ordered the same way after the engine, so a single unit's value
+    could make the post-processing fail; the refusal depends only on the schema.
+    """
+    if _NON_SCALAR.search(type_name):
+        raise _refuse(f"the group key {name!r} has the non-scalar type {type_name};",
+                      "group by a scalar expression (a number, text, date or timestamp), e.g. one element of it.")
