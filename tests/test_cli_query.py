@@ -66,7 +66,7 @@ def test_json_output_and_private_selection(tmp_path: Path, capsys: pytest.Captur
 
 @pytest.mark.parametrize("sql, extra, message", [
     ("SELECT amount FROM t", [], "individual rows"),
-    ("SELECT MAX(amount) FROM t", [], "unbounded sensitivity"),
+    ("SELECT COUNT(*) FROM t JOIN t AS u ON t.user_id = u.user_id", [], "join"),
     ("SELECT SUM(amount) FROM t", ["--bounds", "amount=5:1"], "lo < hi"),
     ("SELECT SUM(price) FROM t", [], "unknown column"),
     ("SELECT SUM(category) FROM t", ["--bounds", "category=0:1"], "not a number"),
@@ -77,7 +77,7 @@ def test_bad_input_exits_2_and_spends_nothing(tmp_path: Path, capsys: pytest.Cap
                                                extra: list[str], message: str) -> None:
     ledger = tmp_path / "l.db"
     args = ["query", str(DATA), sql, "--privacy-unit", "user_id", "--schema", "amount=DOUBLE,day=DATE", "--epsilon", "1", "--ledger", str(ledger),
-            "--budget-epsilon", "3", "--quiet", *extra]
+            "--budget-epsilon", "3", "--max-partitions", "1", "--max-rows", "1", "--quiet", *extra]
     assert main(args) == 2
     assert message in capsys.readouterr().err
     if ledger.exists():

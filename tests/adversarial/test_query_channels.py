@@ -56,7 +56,7 @@ def neighbours(tmp_path: Path) -> Iterator[Callable[..., tuple[Session, Session]
         assert len(d2) < len(d), "the target unit 42 must be in D"
         pair = []
         for name, table in (("d", d), ("d2", d2)):
-            s = Session(table, privacy_unit="uid", ledger=tmp_path / f"{name}{len(opened)}.db", budget=BUDGET, **kw)
+            s = Session(table, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / f"{name}{len(opened)}.db", budget=BUDGET, **kw)
             opened.append(s)
             pair.append(s)
         return pair[0], pair[1]
@@ -143,7 +143,7 @@ def test_plan_reads_no_row(tmp_path: Path) -> None:
     con.execute("CREATE SEQUENCE reads; CREATE TABLE base AS SELECT range % 50 AS uid, "
                 "CASE WHEN range % 2 = 0 THEN 'a' ELSE 'b' END AS k, CAST(range % 7 AS DOUBLE) AS x FROM range(500)")
     con.execute("CREATE VIEW v AS SELECT uid, k, x, nextval('reads') AS n FROM base")
-    with Session(con, table="v", privacy_unit="uid", ledger=tmp_path / "l.db", budget=BUDGET) as s:
+    with Session(con, table="v", max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "l.db", budget=BUDGET) as s:
         spec = QuerySpec(table="v", keys=(Key("k", "k"),), aggregates=(Aggregate("count", "c"),))
         for query, kw in [("SELECT k, COUNT(*), SUM(n) FROM v GROUP BY k", {"keys": {"k": ["a", "b"]}, "bounds": {"n": (0, 9)}}),
                           ("SELECT k, AVG(n), MEDIAN(x) FROM v WHERE n > 1 GROUP BY k",
@@ -252,7 +252,7 @@ def test_an_exception_carries_no_trace_of_the_data(tmp_path: Path) -> None:
         con.execute(f"CREATE TABLE base AS SELECT range AS uid, range % 5 AS x FROM range({43 if target else 42})")
         con.execute("CREATE VIEW v AS SELECT uid, CASE WHEN uid = 42 THEN error('uid 42 has x = ' || x) ELSE x END "
                     "AS x FROM base")
-        with Session(con, table="v", privacy_unit="uid", ledger=tmp_path / f"{name}.db", budget=PureDP(1.0)) as s:
+        with Session(con, table="v", max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / f"{name}.db", budget=PureDP(1.0)) as s:
             try:
                 s.sql("SELECT SUM(x) AS s FROM v", epsilon=0.5, bounds={"x": (0, 5)})
                 outcomes.append(("answer", None))
@@ -315,13 +315,13 @@ def _csv(path: Path, odd: str | None) -> Path:
 def test_one_units_value_does_not_change_a_csv_schema(tmp_path: Path, odd: str) -> None:
     d, d2 = _csv(tmp_path / "d.csv", odd), _csv(tmp_path / "d2.csv", None)
     # without a declared schema both are refused, with a message that names no value
-    refused = [_outcome(lambda p=p: Session(p, privacy_unit="uid", ledger=tmp_path / "x.db", budget=BUDGET))
+    refused = [_outcome(lambda p=p: Session(p, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "x.db", budget=BUDGET))
                for p in (d, d2)]
     assert refused[0][0] == refused[1][0] == "ValueError" and "schema" in refused[0][1]
     assert refused[0][1].replace(str(d), "PATH") == refused[1][1].replace(str(d2), "PATH")
     schemas, outcomes = [], []
     for name, p in (("d", d), ("d2", d2)):
-        with Session(p, privacy_unit="uid", ledger=tmp_path / f"{name}.db", budget=BUDGET,
+        with Session(p, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / f"{name}.db", budget=BUDGET,
                      schema={"uid": "BIGINT", "amount": "BIGINT"}) as s:
             schemas.append(s.schema)
             outcomes.append(_outcome(lambda s=s: s.sql("SELECT k, SUM(amount) AS s FROM t GROUP BY k", epsilon=1.0,
@@ -385,7 +385,7 @@ def test_spark_channels(spark: Any, tmp_path: Path) -> None:
                        aggregates=(Aggregate("count", "n"),))
     seen = []
     for i, table in enumerate((d, d2)):
-        with Session(spark.createDataFrame(table), privacy_unit="uid", ledger=tmp_path / f"s{i}.db",
+        with Session(spark.createDataFrame(table), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / f"s{i}.db",
                      budget=BUDGET) as s:
             assert s.engine == "spark"
             injection = _outcome(lambda: s.sql(attack, epsilon=1.0, delta=1e-6))
@@ -400,8 +400,8 @@ def test_spark_channels(spark: Any, tmp_path: Path) -> None:
     assert seen[0][2] in ("ValueError", "UnsupportedError") and seen[0][3] == sorted(keys) and seen[0][4] == {}
     path = _csv(tmp_path / "d.csv", "12.5")
     with pytest.raises(ValueError, match="schema"):
-        Session(path, privacy_unit="uid", ledger=tmp_path / "c.db", budget=BUDGET, engine="spark", spark=spark)
-    with Session(path, privacy_unit="uid", ledger=tmp_path / "c.db", budget=BUDGET, engine="spark", spark=spark,
+        Session(path, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "c.db", budget=BUDGET, engine="spark", spark=spark)
+    with Session(path, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "c.db", budget=BUDGET, engine="spark", spark=spark,
                  schema={"uid": "BIGINT", "amount": "BIGINT"}) as s:
         assert s.schema == {"uid": "bigint", "amount": "bigint", "k": "string"}
         r = s.sql("SELECT k, SUM(amount) AS s FROM t GROUP BY k", epsilon=1.0, bounds={"amount": (0, 10)},

@@ -50,7 +50,7 @@ def open_session(tmp_path: Path) -> Iterator[Callable[..., Session]]:
     def make(data: Any, *, budget: PureDP | ApproxDP | None = ApproxDP(epsilon=1000.0, delta=0.9), ledger: Any = None,
              privacy_unit: str = "uid", **kw: Any) -> Session:
         path = ledger if ledger is not None else tmp_path / f"ledger{next(counter)}.db"
-        s = Session(data, privacy_unit=privacy_unit, ledger=path, budget=budget, **kw)
+        s = Session(data, max_partitions=1, max_rows=1, privacy_unit=privacy_unit, ledger=path, budget=budget, **kw)
         opened.append(s)
         return s
 

@@ -30,7 +30,7 @@ def write_sources(directory: Path) -> tuple[Path, Path]:
 
 
 def reference_session(directory: Path) -> Session:
-    return Session(to_arrow(mixed_table()), privacy_unit="uid", ledger=directory / "reference.db",
+    return Session(to_arrow(mixed_table()), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=directory / "reference.db",
                    budget=ApproxDP(epsilon=1.0, delta=1e-6))
 
 
@@ -47,10 +47,10 @@ def check_engines_agree(spark: Any, directory: Path, *, queries: tuple[int, ...]
     """``queries`` (indices into BACKEND_QUERIES) on a Parquet DataFrame, ``csv_queries`` on the CSV file."""
     parquet, csv = write_sources(directory)
     duck = reference_session(directory)
-    sources = [("spark parquet", Session(spark.read.parquet(str(parquet)), privacy_unit="uid",
+    sources = [("spark parquet", Session(spark.read.parquet(str(parquet)), max_partitions=1, max_rows=1, privacy_unit="uid",
                                          ledger=directory / "reference.db"), queries)]
     if csv_queries:
-        sources.append(("spark csv", Session(csv, privacy_unit="uid", ledger=directory / "reference.db",
+        sources.append(("spark csv", Session(csv, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=directory / "reference.db",
                                              engine="spark", spark=spark, schema=csv_schema(mixed_table())),
                         csv_queries))
     try:
@@ -79,7 +79,7 @@ def check_end_to_end(spark: Any, directory: Path) -> None:
     kwargs = dict(epsilon=1.0, bounds={"x": (0.0, 10.0)}, max_partitions=5, max_rows=2,
                   keys={"k": ["a", "b", "c", "d", "zz"]})
     budget = ApproxDP(epsilon=2.0, delta=1e-6)
-    with Session(spark.read.parquet(str(parquet)), privacy_unit="uid", ledger=directory / "spark.db",
+    with Session(spark.read.parquet(str(parquet)), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=directory / "spark.db",
                  budget=budget) as s:
         r = s.sql(query, rng=insecure_seeded(42), **kwargs)
         assert r.engine == "spark" and r.insecure

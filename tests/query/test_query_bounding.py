@@ -76,7 +76,7 @@ def check_exact(ledger: SQLiteLedger, table: Table, bounds: tuple[float, float],
                 where: bool) -> None:
     """K = 4 covers every key ("a", "b", "c", NULL): the totals are exact sums over all units."""
     keys = [("a",), ("c",), (None,), ("zz",)] if public else None
-    s = Session(to_arrow(table), privacy_unit="uid", ledger=ledger)
+    s = Session(to_arrow(table), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=ledger)
     plan = s.plan(QUERY.format(where=" WHERE y > 0" if where else ""), epsilon=1.0, delta=1e-6,
                   bounds={"x": bounds}, max_partitions=4, max_rows=max_rows, keys=keys, quantile_buckets=BUCKETS)
     main, hist = engine_answer(s, plan)
@@ -91,7 +91,7 @@ def check_choice(ledger: SQLiteLedger, table: Table, bounds: tuple[float, float]
                  max_partitions: int, public: bool) -> None:
     """K in {1, 2} below the 4 keys: each unit keeps min(K, its partitions), all when it has <= K."""
     keys = [("a",), ("b",), ("c",), (None,)] if public else None
-    s = Session(to_arrow(table), privacy_unit="uid", ledger=ledger)
+    s = Session(to_arrow(table), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=ledger)
     plan = s.plan(QUERY.format(where=""), epsilon=1.0, delta=1e-6, bounds={"x": bounds},
                   max_partitions=max_partitions, max_rows=max_rows, keys=keys, quantile_buckets=BUCKETS)
     assert plan.compiled.bounded_partitions

@@ -57,7 +57,7 @@ def session(data, tmp_path_factory):  # noqa: ANN001, ANN201
     from dpkit.guarantees import ApproxDP
     from dpkit.query import Session
 
-    s = Session(to_arrow(data[0]), privacy_unit="uid", ledger=tmp_path_factory.mktemp("noise") / "l.db",
+    s = Session(to_arrow(data[0]), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path_factory.mktemp("noise") / "l.db",
                 budget=ApproxDP(epsilon=100.0, delta=1e-3))
     yield s
     s.close()
@@ -65,7 +65,7 @@ def session(data, tmp_path_factory):  # noqa: ANN001, ANN201
 
 def _run(session, query: str, seed: int, epsilon: float):  # noqa: ANN001, ANN202
     return session.sql(query, epsilon=epsilon, bounds={"x": BOUNDS}, keys={"k": KEYS}, max_partitions=K,
-                       max_rows=L, rng=insecure_seeded(seed))
+                       max_rows=L, rng=insecure_seeded(seed), nonnegative=False)  # the raw noise law
 
 
 def _chi2_pvalue(draws: np.ndarray, scale: float) -> float:
@@ -136,7 +136,7 @@ def test_gaussian_noise_has_the_stated_sigma_and_intervals_cover_at_least_95_per
     noise, covered, sigmas = [], [], set()
     for seed in (200, 201):
         r = session.sql("SELECT k, COUNT(*) AS n FROM t GROUP BY k", epsilon=1.0, delta=1e-6, noise="gaussian",
-                        keys={"k": KEYS}, max_partitions=K, max_rows=L, rng=insecure_seeded(seed))
+                        keys={"k": KEYS}, max_partitions=K, max_rows=L, rng=insecure_seeded(seed), nonnegative=False)
         sigmas.add(r.scales["n"]["rows"])
         for (key, value), (lo, hi) in zip(r.rows, r.intervals["n"]):
             want = truth[(key,)]["rows"]

@@ -43,12 +43,12 @@ def ledger(tmp_path_factory: pytest.TempPathFactory) -> SQLiteLedger:
 def check_neighbours(ledger: SQLiteLedger, table: Table, units: list[object], plan_kwargs: dict,
                      q: float) -> dict[str, float]:
     """Assert the stated bounds for D vs D minus each of ``units``; return the largest move per primitive."""
-    big = Session(to_arrow(table), privacy_unit="uid", ledger=ledger)
+    big = Session(to_arrow(table), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=ledger)
     plan = big.plan(QUERY.format(q=q), quantile_buckets=BUCKETS, **plan_kwargs)
     main_d, hist_d = engine_answer(big, plan)
     largest: dict[str, float] = {}
     for unit in units:
-        small = Session(to_arrow(without_unit(table, "uid", unit)), privacy_unit="uid", ledger=ledger)
+        small = Session(to_arrow(without_unit(table, "uid", unit)), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=ledger)
         assert big._backend.relation == small._backend.relation  # the same statement runs on both
         main_n, hist_n = engine_answer(small, plan)
         for p, d in _compare(plan, main_d, hist_d, main_n, hist_n).items():

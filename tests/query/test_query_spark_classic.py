@@ -54,9 +54,9 @@ def test_md5_order_refuses_double_keys_and_hash_order_still_bounds(spark: Any, t
     keys = [1e-5, 0.1, 1.0, 12345678.9, 2.5e20]
     table = {"uid": [u for u in range(40) for _ in keys], "g": [k for _ in range(40) for k in keys]}
     pq.write_table(to_arrow(table), tmp_path / "d.parquet")
-    duck = Session(to_arrow(table), privacy_unit="uid", ledger=tmp_path / "l.db",
+    duck = Session(to_arrow(table), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "l.db",
                    budget=ApproxDP(epsilon=1.0, delta=1e-6))
-    sp = Session(spark.read.parquet(str(tmp_path / "d.parquet")), privacy_unit="uid", ledger=tmp_path / "l.db")
+    sp = Session(spark.read.parquet(str(tmp_path / "d.parquet")), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "l.db")
     with pytest.raises(UnsupportedError, match="floating-point group keys"):
         duck.plan("SELECT g, COUNT(*) AS n FROM t GROUP BY g", epsilon=1.0, keys={"g": keys},
                   max_partitions=1, partition_order="md5")
@@ -89,8 +89,8 @@ def test_md5_order_agrees_for_decimal_date_timestamp_boolean_and_text_keys(spark
                       "ts": col(stamps, pa.timestamp("us")), "b": col([True, False, True, False], pa.bool_()),
                       "s": col(["é", "a|b", "", "x"], pa.string())})
     pq.write_table(table, tmp_path / "k.parquet")
-    duck = Session(table, privacy_unit="uid", ledger=tmp_path / "l.db", budget=ApproxDP(epsilon=1.0, delta=1e-6))
-    sp = Session(spark.read.parquet(str(tmp_path / "k.parquet")), privacy_unit="uid", ledger=tmp_path / "l.db")
+    duck = Session(table, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "l.db", budget=ApproxDP(epsilon=1.0, delta=1e-6))
+    sp = Session(spark.read.parquet(str(tmp_path / "k.parquet")), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "l.db")
     plan = duck.plan("SELECT dk, dt, ts, b, s, COUNT(*) AS n FROM t GROUP BY dk, dt, ts, b, s", epsilon=1.0,
                      delta=1e-6, max_partitions=1, partition_order="md5")
     want = fetch_all(duck, plan)[0]
@@ -106,7 +106,7 @@ def test_a_spark_catalog_table_by_name(spark: Any, tmp_path: Path) -> None:
     parquet, _ = write_sources(tmp_path)
     spark.read.parquet(str(parquet)).createOrReplaceTempView("dpkit_events")
     try:
-        with Session(None, privacy_unit="uid", ledger=tmp_path / "l.db", budget=ApproxDP(epsilon=1.0, delta=1e-6),
+        with Session(None, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "l.db", budget=ApproxDP(epsilon=1.0, delta=1e-6),
                      engine="spark", spark=spark, table="dpkit_events") as s:
             assert s.engine == "spark"
             r = s.sql("SELECT COUNT(*) AS n FROM dpkit_events", epsilon=0.5, rng=insecure_seeded(0))

@@ -50,10 +50,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="declared column types of a CSV or JSON file (repeatable; e.g. amount=DOUBLE); required "
                         "there, since types guessed from the values could depend on one person's row; undeclared "
                         "columns are text")
-    p.add_argument("--max-partitions", type=int, default=1, metavar="K",
-                   help="groups one unit may contribute to (default 1)")
-    p.add_argument("--max-rows", type=int, default=1, metavar="L",
-                   help="rows one unit may contribute to one group (default 1)")
+    p.add_argument("--max-partitions", type=int, default=None, metavar="K",
+                   help="groups one unit may contribute to; required with GROUP BY")
+    p.add_argument("--max-rows", type=int, default=None, metavar="L",
+                   help="rows one unit may contribute to one group; required unless the query only counts units "
+                        "or aggregates a per-unit subquery")
     p.add_argument("--keys", action="append", default=[], metavar="COL=V1,V2,...",
                    help="public group keys (repeatable, one per GROUP BY column); without them groups are "
                         "selected privately (needs --delta)")

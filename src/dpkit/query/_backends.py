@@ -34,6 +34,14 @@ class Backend(Protocol):
 
     def schema(self) -> dict[str, str]: ...
 
+    def schema_of(self, relation: str) -> dict[str, str]: ...
+
+    def describe(self, sql: str) -> list[str]: ...
+
+    def register_public(self, name: str, data: Any) -> str: ...
+
+    def is_unique(self, relation: str, columns: list[str]) -> bool: ...
+
     def expression_types(self, exprs: list[str]) -> list[str]: ...
 
     def check(self, sql: str) -> None: ...
@@ -206,8 +214,36 @@ class DuckDBBackend:
         return cls(con, relation, owned=False)
 
     def schema(self) -> dict[str, str]:
-        rows = self._con.execute(f"DESCRIBE SELECT * FROM {self.relation}").fetchall()
+        return self.schema_of(self.relation)
+
+    def schema_of(self, relation: str) -> dict[str, str]:
+        rows = self._con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
         return {r[0]: str(r[1]) for r in rows}
+
+    def describe(self, sql: str) -> list[str]:
+        """The column types of ``sql``, bound and not run."""
+        return [str(r[1]) for r in self._con.execute(f"DESCRIBE {sql}").fetchall()]
+
+    def register_public(self, name: str, data: Any) -> str:
+        """Make a public table available to joins: a file (types inferred: it is public) or a dataframe."""
+        relation = _quote(f"dpkit_public_{name}", "duckdb")
+        if isinstance(data, (str, os.PathLike)):
+            p = Path(data)
+            kind = _file_kind(p)
+            reader = {"parquet": "read_parquet", "csv": "read_csv_auto", "json": "read_json_auto"}[kind]
+            self._con.execute(f"CREATE OR REPLACE TEMP VIEW {relation} AS SELECT * FROM "
+                              f"{reader}({exp.convert(str(p)).sql('duckdb')})")
+        else:
+            self._con.register(f"dpkit_public_{name}", data)
+        return relation
+
+    def is_unique(self, relation: str, columns: list[str]) -> bool:
+        """Whether no two rows of a (public) relation share the same non-NULL values of ``columns``."""
+        cols = ", ".join(_quote(c, "duckdb") for c in columns)
+        nonnull = " AND ".join(f"{_quote(c, 'duckdb')} IS NOT NULL" for c in columns)
+        dup = self._con.execute(f"SELECT COUNT(*) FROM (SELECT {cols} FROM {relation} WHERE {nonnull} "
+                                f"GROUP BY {cols} HAVING COUNT(*) > 1)").fetchone()
+        return dup is not None and dup[0] == 0
 
     def expression_types(self, exprs: list[str]) -> list[str]:
         if not exprs:
@@ -280,6 +316,37 @@ class SparkBackend:
 
     def schema(self) -> dict[str, str]:
         return {name: str(t) for name, t in self._spark.sql(f"SELECT * FROM {self.native} LIMIT 0").dtypes}
+
+    def schema_of(self, relation: str) -> dict[str, str]:
+        native = relation.replace('"', "`")
+        return {name: str(t) for name, t in self._spark.sql(f"SELECT * FROM {native} LIMIT 0").dtypes}
+
+    def describe(self, sql: str) -> list[str]:
+        return [str(t) for _, t in self._spark.sql(sql).dtypes]
+
+    def register_public(self, name: str, data: Any) -> str:
+        view = f"dpkit_public_{name}_{secrets.token_hex(4)}"
+        if isinstance(data, (str, os.PathLike)):
+            p = Path(data)
+            kind = _file_kind(p)
+            reader = self._spark.read
+            df = (reader.parquet(str(p.resolve())) if kind == "parquet" else
+                  reader.csv(str(p.resolve()), header=True, inferSchema=True) if kind == "csv" else
+                  reader.json(str(p.resolve())))
+        elif type(data).__module__.startswith("pyspark"):
+            df = data
+        else:
+            df = self._spark.createDataFrame(data if type(data).__module__.startswith("pandas") else data.to_pandas())
+        df.createOrReplaceTempView(view)
+        return view
+
+    def is_unique(self, relation: str, columns: list[str]) -> bool:
+        cols = ", ".join(_quote(c, "spark") for c in columns)
+        nonnull = " AND ".join(f"{_quote(c, 'spark')} IS NOT NULL" for c in columns)
+        native = relation.replace('"', "`")
+        dup = self._spark.sql(f"SELECT COUNT(*) FROM (SELECT {cols} FROM {native} WHERE {nonnull} "
+                              f"GROUP BY {cols} HAVING COUNT(*) > 1)").collect()
+        return dup[0][0] == 0
 
     def expression_types(self, exprs: list[str]) -> list[str]:
         if not exprs:

@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 import sqlglot
 from sqlglot import exp
 
-from dpkit.query._spec import QuerySpec
+from dpkit.query._spec import Join, QuerySpec
 
-__all__ = ["Compiled", "ValueColumn", "compile_query", "literal"]
+__all__ = ["Compiled", "ValueColumn", "compile_query", "engine_sql", "literal", "rows_source"]
 
 
 def literal(value: object) -> str:
@@ -55,13 +55,19 @@ def literal(value: object) -> str:
 
 @dataclass(frozen=True)
 class ValueColumn:
-    """A cleaned, clamped value expression shared by the aggregates that read it."""
+    """A cleaned, clamped value expression shared by the aggregates that read it.
+
+    ``temporal`` is "date" or "timestamp" for a quantile (MIN, MAX, MEDIAN) of dates or timestamps,
+    measured as days or seconds since 1970-01-01; ``distinct`` keeps the raw value for COUNT(DISTINCT x).
+    """
 
     expr: str
     lo: float | None  # None: no clamping (COUNT(x) needs none)
     hi: float | None
     index: int
     numeric: bool = True
+    temporal: str | None = None
+    distinct: bool = False
 
     @property
     def name(self) -> str:
@@ -82,28 +88,42 @@ class Compiled:
     key_count: int
     columns: list[str]              # result columns after the keys: "__units", then primitive names
     histograms: dict[int, str] = field(default_factory=dict)  # value index -> histogram SQL
+    distincts: dict[int, str] = field(default_factory=dict)   # value index -> COUNT(DISTINCT) SQL
     buckets: int = 0
     bounded_partitions: bool = True  # False when max_partitions cannot bind (no ranking window)
     order: str = "hash"
     salt: str = ""
 
-    def _order(self, dialect: str) -> str:
-        keys = [f"__k{i}" for i in range(self.key_count)]
+    def _order(self, dialect: str, extra: tuple[str, ...] = ()) -> str:
+        keys = [f"__k{i}" for i in range(self.key_count)] + list(extra)
         if self.order == "md5":
             cast = "VARCHAR" if dialect == "duckdb" else "STRING"
             parts = ", ".join([f"CAST(__u AS {cast})"] + [f"CAST({k} AS {cast})" for k in keys] + [f"'{self.salt}'"])
             return f"md5(concat_ws('|', {parts}))"
         fn = "hash" if dialect == "duckdb" else "xxhash64"
-        return f"{fn}(__u, {', '.join(keys)}, '{self.salt}')"
+        return f"{fn}(__u, {', '.join([*keys, ''])}'{self.salt}')"
+
+    def _render(self, sql: str, dialect: str) -> str:
+        out = transpile(sql, dialect).replace(_ORDER, self._order(dialect))
+        return _finish(out.replace(_VALUE_ORDER, self._order(dialect, ("__d",))), dialect)
 
     def sql(self, dialect: str) -> str:
-        return _finish(transpile(self.main, dialect).replace(_ORDER, self._order(dialect)), dialect)
+        return self._render(self.main, dialect)
 
     def histogram_sql(self, index: int, dialect: str) -> str:
-        return _finish(transpile(self.histograms[index], dialect).replace(_ORDER, self._order(dialect)), dialect)
+        return self._render(self.histograms[index], dialect)
+
+    def distinct_sql(self, index: int, dialect: str) -> str:
+        return self._render(self.distincts[index], dialect)
+
+    def statements(self, dialect: str) -> list[str]:
+        """Every statement of the plan, in this engine's dialect."""
+        return ([self.sql(dialect)] + [self.histogram_sql(i, dialect) for i in self.histograms]
+                + [self.distinct_sql(i, dialect) for i in self.distincts])
 
 
 _ORDER = "__dpkit_partition_order__"  # placeholder column, replaced by each dialect's ranking expression
+_VALUE_ORDER = "__dpkit_value_order__"  # the same, for the distinct values a unit keeps (COUNT(DISTINCT x))
 # placeholder function around every user expression: DuckDB's TRY(...) (NULL where the expression
 # fails on a row: division by zero, overflow, a bad cast); for Spark the expression itself, which
 # SparkBackend runs with ANSI mode off (the same failures give NULL there)
@@ -113,6 +133,11 @@ _SAFE_CALL = re.compile(r"\bdpkit_safe\(", re.IGNORECASE)
 
 def _finish(sql: str, dialect: str) -> str:
     return _SAFE_CALL.sub("TRY(" if dialect == "duckdb" else "(", sql)
+
+
+def engine_sql(sql: str, dialect: str) -> str:
+    """DuckDB-dialect plan SQL as ``dialect`` runs it (placeholders resolved)."""
+    return _finish(transpile(sql, dialect), dialect)
 
 
 def transpile(sql: str, dialect: str) -> str:
@@ -138,9 +163,14 @@ def _safe(expr: str) -> str:
 def _raw(value: ValueColumn) -> str:
     """The value as the engine computes it on a row (NULL where it fails, see ``_SAFE``).
 
-    A numeric value is cast to DOUBLE, which cannot fail for the integer, decimal and float types.
+    A numeric value is cast to DOUBLE, which cannot fail for the integer, decimal and float types; a
+    date becomes days and a timestamp seconds since 1970-01-01 (as DOUBLE).
     """
-    if not value.numeric:
+    if value.temporal == "date":
+        return f"CAST(date_diff('day', DATE '1970-01-01', {_safe(value.expr)}) AS DOUBLE)"
+    if value.temporal == "timestamp":
+        return f"CAST(epoch(CAST({_safe(value.expr)} AS TIMESTAMP)) AS DOUBLE)"
+    if not value.numeric or value.distinct:
         return _safe(value.expr)
     return f"CAST({_safe(value.expr)} AS DOUBLE)"
 
@@ -148,6 +178,8 @@ def _raw(value: ValueColumn) -> str:
 def _clean(value: ValueColumn) -> str:
     """NULL or NaN -> NULL; else clamped to [lo, hi] (GREATEST/LEAST would skip a NULL, hence the CASE)."""
     x = f"__x{value.index}"
+    if value.distinct:
+        return (f"CASE WHEN {x} IS NULL OR isnan({x}) THEN NULL ELSE {x} END" if value.numeric else x)
     if not value.numeric:
         return f"CASE WHEN {x} IS NULL THEN NULL ELSE 1 END"
     if value.lo is None or value.hi is None:
@@ -156,9 +188,47 @@ def _clean(value: ValueColumn) -> str:
             f"ELSE LEAST(GREATEST({x}, {literal(value.lo)}), {literal(value.hi)}) END")
 
 
+def _ident(name: str) -> str:
+    return exp.to_identifier(name).sql(dialect="duckdb")
+
+
+def _joined(base: str, alias: str, joins: tuple[Join, ...], public: dict[str, str]) -> str:
+    """``base AS alias`` followed by the public joins (each matches at most one public row)."""
+    out = f"{base} AS {_ident(alias)}"
+    for j in joins:
+        kind = "LEFT JOIN" if j.kind == "left" else "JOIN"
+        out += f" {kind} {public[j.table]} AS {_ident(j.alias)} ON {_SAFE}(({j.on}))"
+    return out
+
+
+def rows_source(spec: QuerySpec, *, unit: str, relation: str, public: dict[str, str]) -> tuple[str, str]:
+    """(FROM clause, the unit's SQL) of the rows the query aggregates.
+
+    For a per-unit subquery, the rows are one per (unit, inner key): the exact per-unit aggregates
+    are computed first (their arguments made total), then the per-unit values and HAVING over them,
+    each under ``_SAFE``; every such row is a function of one unit's rows only.
+    """
+    pu = spec.per_unit
+    if pu is None:
+        return _joined(relation, spec.source_alias, spec.joins, public), f"{_ident(spec.source_alias)}.{unit}"
+    inner_unit = f"{_ident(pu.source_alias)}.{unit}"
+    keys = [(_safe(k.expr), _ident(k.name)) for k in pu.keys]
+    cols = [f"{inner_unit} AS __u"] + [f"{e} AS {n}" for e, n in keys] + [f"{p.expr} AS {p.name}" for p in pu.aggregates]
+    where = f"{inner_unit} IS NOT NULL" + (f" AND {_SAFE}(({pu.where}))" if pu.where else "")
+    group = ", ".join([inner_unit] + [e for e, _ in keys])
+    aggregated = (f"SELECT {', '.join(cols)} FROM {_joined(relation, pu.source_alias, pu.joins, public)} "
+                  f"WHERE {where} GROUP BY {group}")
+    outputs = ["__u", f"__u AS {unit}"] + [n for _, n in keys] + [f"{_safe(v.expr)} AS {_ident(v.name)}"
+                                                                   for v in pu.values]
+    having = f" WHERE {_SAFE}(({pu.having}))" if pu.having else ""
+    unit_rows = f"SELECT {', '.join(outputs)} FROM ({aggregated}) AS __per_unit{having}"
+    return _joined(f"({unit_rows})", pu.alias, spec.joins, public), f"{_ident(pu.alias)}.__u"
+
+
 def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, ValueColumn],
                   max_partitions: int, max_rows: int, public_keys: list[tuple[object, ...]] | None,
-                  salt: str, buckets: int = 1024, partition_order: str = "hash") -> Compiled:
+                  salt: str, buckets: int = 1024, partition_order: str = "hash", relation: str | None = None,
+                  public: dict[str, str] | None = None) -> Compiled:
     """Build the bounding-and-aggregation SQL.
 
     Parameters
@@ -182,17 +252,22 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
         engine but about 7x slower to compute.
     buckets : int
         Histogram resolution for quantiles.
+    relation : str, optional
+        The engine's name for the private table (``spec.table`` if not given).
+    public : dict, optional
+        Public table name -> the engine's name for it (for joins).
     """
-    unit = exp.column(privacy_unit, quoted=True).sql(dialect="duckdb")
+    unit = exp.to_identifier(privacy_unit, quoted=True).sql(dialect="duckdb")
     keys = [f"__k{i}" for i in range(len(spec.keys))]
     distinct_values = sorted({v.index: v for v in values.values()}.values(), key=lambda v: v.index)
 
     # rows: every user expression wrapped in _SAFE, so that a row where it fails gives NULL instead
     # of failing the query (whether a query fails must not depend on one unit's rows)
-    raw_cols = [f"{unit} AS __u"] + [f"{_safe(k.expr)} AS {n}" for k, n in zip(spec.keys, keys)]
+    source, unit_sql = rows_source(spec, unit=unit, relation=relation or spec.table, public=public or {})
+    raw_cols = [f"{unit_sql} AS __u"] + [f"{_safe(k.expr)} AS {n}" for k, n in zip(spec.keys, keys)]
     raw_cols += [f"{_raw(v)} AS __x{v.index}" for v in distinct_values]
-    raw_where = f"{unit} IS NOT NULL" + (f" AND {_SAFE}(({spec.where}))" if spec.where else "")
-    raw = f"SELECT {', '.join(raw_cols)} FROM {spec.table} WHERE {raw_where}"
+    raw_where = f"{unit_sql} IS NOT NULL" + (f" AND {_SAFE}(({spec.where}))" if spec.where else "")
+    raw = f"SELECT {', '.join(raw_cols)} FROM {source} WHERE {raw_where}"
     filters = ["TRUE"]
     if public_keys is not None and spec.keys:
         for i, name in enumerate(keys):
@@ -217,7 +292,7 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
     for agg in spec.aggregates:
         v = values.get(agg.name)
         for p in agg.primitives:
-            if p == "histogram":
+            if p in ("histogram", "distinct"):
                 continue
             item = (p, None if p in ("rows", "units") else v)
             if item not in needed:
@@ -277,5 +352,25 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
             f"LEAST(CAST(1 AS DOUBLE), CAST({int(max_rows)} AS DOUBLE) / kept.__n)) AS __h "
             f"FROM hb JOIN kept ON {on} GROUP BY {', '.join([*hkeys, ''])}hb.__b"
         )
-    return Compiled(main=main, key_count=len(keys), columns=out_names, histograms=histograms,
+    distincts: dict[int, str] = {}
+    for agg in spec.aggregates:
+        if agg.kind != "count_distinct":
+            continue
+        v = values[agg.name]
+        if v.index in distincts:
+            continue
+        # each unit keeps at most max_rows distinct values per partition (a hash order of its own values),
+        # so adding or removing it moves a partition's distinct count by at most max_rows
+        dv = (f"SELECT __u, {', '.join([*keys, ''])}{v.name} AS __d FROM src WHERE {v.name} IS NOT NULL "
+              f"GROUP BY __u, {', '.join([*keys, ''])}__d")
+        rk = (f"SELECT *, ROW_NUMBER() OVER (PARTITION BY {', '.join(['__u', *keys])} ORDER BY {_VALUE_ORDER}) "
+              f"AS __r2 FROM dv")
+        on = " AND ".join(["rk.__u = kept.__u"] + [f"rk.{k} IS NOT DISTINCT FROM kept.{k}" for k in keys])
+        rkeys = [f"rk.{k}" for k in keys]
+        distincts[v.index] = (
+            f"{ctes}, dv AS ({dv}), rk AS ({rk}) SELECT {', '.join([*rkeys, ''])}COUNT(DISTINCT rk.__d) AS __dc "
+            f"FROM rk JOIN kept ON {on} WHERE rk.__r2 <= {int(max_rows)}"
+            + (f" GROUP BY {', '.join(rkeys)}" if rkeys else "")
+        )
+    return Compiled(main=main, key_count=len(keys), columns=out_names, histograms=histograms, distincts=distincts,
                     buckets=buckets, bounded_partitions=bounded, order=partition_order, salt=salt)

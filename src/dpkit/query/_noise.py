@@ -24,6 +24,10 @@ meets the delta share.
 Quantiles use the exponential mechanism over the ``buckets + 1`` edges of a histogram of the
 clamped values (Smith 2011 / Dwork & Roth 2014 sec. 3.4 in spirit) with utility
 -|rank(edge) - q N|; adding a unit moves rank - qN by at most max(q, 1 - q) L, its sensitivity.
+MIN and MAX choose among the ``buckets`` buckets with utility -(weight below the bucket) - [bucket
+empty] (MAX: weight above): the first non-empty bucket scores 0 and every other at most -1 (the rank
+utility of q = 0 would tie every edge below the minimum); adding a unit moves the weight by at most
+L and the emptiness indicator by 1 in the opposite direction, so the sensitivity is still L.
 Each partition runs its own selection; a unit touches K partitions, so each gets epsilon/K.
 """
 
@@ -39,7 +43,7 @@ from dpkit.mechanisms.gaussian import _bisect_sigma
 __all__ = ["Measurement", "Selection", "Split", "gaussian_for_vector", "selection_threshold"]
 
 # per-partition contribution bound of each primitive, in units of (L, M, R) -> c
-INTEGER_PRIMITIVES = ("rows", "units")
+INTEGER_PRIMITIVES = ("rows", "units", "distinct")
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,7 @@ class Measurement:
     """One noisy vector: a primitive of one aggregate, its per-partition bound and budget share."""
 
     aggregate: str
-    primitive: str          # rows | units | values | sum | centered_sum | centered_squares | histogram
+    primitive: str          # rows | units | distinct | values | sum | centered_sum | centered_squares | histogram
     column: str             # result column it reads ("__units", "rows", "sum__0", ...)
     bound: float            # c: the most one unit adds to one partition
     partitions_per_unit: int  # K (1 without GROUP BY)
@@ -55,6 +59,7 @@ class Measurement:
     delta: float
     noise: str              # "geometric" | "laplace" | "gaussian" | "exponential"
     q: float | None = None  # quantile level
+    extreme: str | None = None  # "min" / "max": the first / last non-empty bucket (see _result._quantiles)
 
     @property
     def l1(self) -> float:

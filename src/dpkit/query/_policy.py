@@ -37,7 +37,8 @@ from sqlglot.errors import ParseError, SqlglotError
 
 from dpkit.errors import UnsupportedError
 
-__all__ = ["STRUCTURAL", "allowed_function_names", "check_key_type", "parse_expression", "row_expression"]
+__all__ = ["STRUCTURAL", "allowed_function_names", "check_key_type", "parse_expression", "post_expression",
+           "row_expression"]
 
 #: Expression nodes that are allowed as they are (their children are checked too).
 STRUCTURAL: tuple[type[exp.Expression], ...] = (
@@ -165,6 +166,23 @@ def row_expression(node: exp.Expression, where: str) -> str:
     for sub in node.walk():
         _check_node(sub, where)
     node = node.transform(lambda n: exp.TryCast(this=n.this, to=n.args["to"]) if type(n) is exp.Cast else n)
+    return node.sql(dialect="duckdb")
+
+
+def post_expression(node: exp.Expression, where: str, *, columns: set[str] | None = None) -> str:
+    """Check a post-processing expression (over the noisy result's columns); return its DuckDB SQL.
+
+    The same allow-list as :func:`row_expression`; its columns must be result columns (``columns``,
+    when given).  It runs on the noisy result only, in an engine of dpkit's own that holds nothing else.
+    """
+    for sub in node.walk():
+        _check_node(sub, where)
+        if isinstance(sub, exp.Column):
+            if sub.table:
+                raise _refuse(f"{sub.sql(dialect='duckdb')} in {where} names a table;",
+                              "refer to the query's output columns.")
+            if columns is not None and sub.name not in columns:
+                raise ValueError(f"{sub.name!r} in {where} is not a column of the result ({sorted(columns)}).")
     return node.sql(dialect="duckdb")
 
 

@@ -11,6 +11,7 @@ exponential mechanism's rank-error bound instead.
 
 from __future__ import annotations
 
+import datetime
 import math
 import struct
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dpkit.query._post import needs_post, post_process
 from dpkit.random import is_insecure
 
 if TYPE_CHECKING:
@@ -63,16 +65,14 @@ class QueryResult:
     remaining: Any = None
     timings: Any = field(default_factory=dict)
     engine: str = ""
+    key_columns: Any = ()  # output columns that are (functions of) released keys: no interval
 
     def __post_init__(self) -> None:
-        for name in ("columns", "rows", "intervals", "scales", "split", "selection", "details", "timings"):
+        for name in ("columns", "rows", "intervals", "scales", "split", "selection", "details", "timings",
+                     "key_columns"):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, _frozen(value))
-
-    @property
-    def key_columns(self) -> list[str]:
-        return [k.name for k in self.plan.spec.keys] if self.plan is not None else []
 
     def to_dicts(self) -> list[dict[str, Any]]:
         """One dict per row: keys, values, and ``<name>_lo`` / ``<name>_hi`` interval ends."""
@@ -113,7 +113,11 @@ class QueryResult:
                 f"the bounded data; cost {self.guarantee}{warn}")
 
 
-def _fmt(x: float) -> str:
+def _fmt(x: Any) -> str:
+    if x is None:
+        return "NULL"
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        return str(x)
     if isinstance(x, (int, np.integer)):
         return str(int(x))
     if math.isnan(x):
@@ -139,7 +143,8 @@ def _div_interval(a_lo: np.ndarray, a_hi: np.ndarray, c_lo: np.ndarray, c_hi: np
 
 
 def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[int, list[tuple[Any, ...]]], *,
-                      confidence: float, rng: Any) -> QueryResult:
+                      confidence: float, rng: Any, distincts: dict[int, list[tuple[Any, ...]]] | None = None,
+                      nonnegative: bool = True) -> QueryResult:
     spec, compiled, split = plan.spec, plan.compiled, plan.split
     nk = compiled.key_count
     # keyed by the canonical total-order key of the group (hashable and equal exactly when the engine's
@@ -150,6 +155,12 @@ def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[i
         k = _sort_key(tuple(row[:nk]))
         labels[k] = tuple(row[:nk])
         by_key[k] = {c: (0.0 if v is None else float(v)) for c, v in zip(compiled.columns, row[nk:])}
+    distinct_columns = [f"distinct__{i}" for i in (distincts or {})]
+    for i, drows in (distincts or {}).items():
+        for row in drows:
+            k = _sort_key(tuple(row[:nk]))
+            if k in by_key:  # a partition with distinct values has rows in the main statement too
+                by_key[k][f"distinct__{i}"] = float(row[nk] or 0)
     insecure = rng is not None and is_insecure(rng)
     selection_info = None
     if not spec.keys:
@@ -170,7 +181,7 @@ def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[i
         selection_info = {"threshold": tau, "epsilon": sel.epsilon, "delta": sel.delta_spent,
                           "noise_scale": sel.mechanism.scale, "candidates_considered": "not released"}
     g = len(partitions)
-    zero = dict.fromkeys(compiled.columns, 0.0)
+    zero = dict.fromkeys([*compiled.columns, *distinct_columns], 0.0)
     data = [by_key.get(_sort_key(k), zero) for k in partitions]
 
     per_agg: dict[str, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
@@ -189,7 +200,7 @@ def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[i
         if g == 0:
             per_agg.setdefault(m.aggregate, {})[m.primitive] = (np.zeros(0), np.zeros(0), np.zeros(0))
             continue
-        vec = np.array([d[m.column] for d in data], dtype=float)
+        vec = np.array([d.get(m.column, 0.0) for d in data], dtype=float)
         mech = m.mechanism(g)
         rel = mech.release(vec, rng=rng, confidence=level)
         per_agg.setdefault(m.aggregate, {})[m.primitive] = _arrays(rel)
@@ -201,8 +212,15 @@ def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[i
     for agg in spec.aggregates:
         prims = per_agg.get(agg.name, {})
         v = plan.values.get(agg.name)
-        if agg.kind in ("count", "count_units", "count_values", "sum"):
+        if agg.kind in ("count", "count_units", "count_values", "count_distinct", "sum"):
             (val, lo, hi), = prims.values()
+            sign = _sign(agg, plan)
+            if nonnegative and sign:  # a count (or a sum of values of one sign) has that sign: clamping the
+                # noisy value and the interval to it is post-processing that keeps the interval's coverage
+                if sign > 0:
+                    val, lo, hi = np.maximum(val, 0.0), np.maximum(lo, 0.0), np.maximum(hi, 0.0)
+                else:
+                    val, lo, hi = np.minimum(val, 0.0), np.minimum(lo, 0.0), np.minimum(hi, 0.0)
         elif agg.kind == "quantile":
             val, lo, hi = prims["histogram"]
         else:
@@ -234,16 +252,27 @@ def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[i
         values[agg.name] = val
         intervals[agg.name] = (lo, hi)
 
-    rows = []
-    for i, key in enumerate(partitions):
-        rows.append(tuple(key) + tuple(_py(values[a.name][i], a.kind) for a in spec.aggregates))
-    order = list(range(len(rows)))
-    for name, desc in reversed(spec.order_by):
-        j = columns.index(name)
-        order.sort(key=lambda i: _sort_key((rows[i][j],)), reverse=desc)
-    if spec.limit is not None:
-        order = order[: spec.limit]
     details: dict[str, Any] = {}
+    temporal = {a.name: plan.values[a.name].temporal for a in spec.aggregates
+                if a.name in plan.values and plan.values[a.name].temporal}
+    if needs_post(spec):
+        kinds = {a.name: a.kind for a in spec.aggregates}
+        typed = {a.name: _typed(values[a.name], temporal.get(a.name)) for a in spec.aggregates}
+        columns, out_rows, out_intervals, key_columns = post_process(spec, partitions, typed, intervals, kinds)
+    else:
+        key_columns = [k.name for k in spec.keys]
+        out_rows = [tuple(key) + tuple(_py(values[a.name][i], a.kind, temporal.get(a.name)) for a in spec.aggregates)
+                    for i, key in enumerate(partitions)]
+        out_intervals = {a.name: [(float(intervals[a.name][0][i]), float(intervals[a.name][1][i]))
+                                  for i in range(len(partitions))] for a in spec.aggregates}
+    if temporal:
+        details["temporal"] = {name: f"{kind}s: quantiles are computed on days (dates) or seconds (timestamps) "
+                                     "since 1970-01-01" for name, kind in temporal.items()}
+    extremes = [a.name for a in spec.aggregates if a.extreme]
+    if extremes:
+        details["min_max"] = (f"{extremes}: MIN and MAX are released as the DP 0- and 1-quantiles; one unit can "
+                              "move the exact extreme anywhere, so where few units lie near it the release falls "
+                              "between the clamping bound and the data.")
     if quantile_details:
         details["quantiles"] = quantile_details
     samples = [a.name for a in spec.aggregates if a.sample]
@@ -251,16 +280,42 @@ def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[i
         details["note"] = (f"{samples}: the population form (divide by n) is estimated; the sample form differs "
                            "by n/(n-1).")
     return QueryResult(
-        columns=columns, rows=[rows[i] for i in order],
-        intervals={a.name: [(float(intervals[a.name][0][i]), float(intervals[a.name][1][i])) for i in order]
-                   for a in spec.aggregates},
+        columns=columns, rows=out_rows, intervals=out_intervals,
         scales=scales, guarantee=plan.guarantee, split=split.shares(), confidence=confidence,
-        insecure=insecure, plan=plan, selection=selection_info, details=details)
+        insecure=insecure, plan=plan, selection=selection_info, details=details, key_columns=key_columns)
 
 
-def _py(x: Any, kind: str) -> Any:
+def _sign(agg: Any, plan: QueryPlan) -> int:
+    """+1 if the aggregate cannot be negative (a count, a sum of values clamped to [lo >= 0, hi]), -1 if it
+    cannot be positive, 0 otherwise."""
+    if agg.kind in ("count", "count_units", "count_values", "count_distinct"):
+        return 1
+    v = plan.values.get(agg.name)
+    if agg.kind == "sum" and v is not None and v.lo is not None and v.hi is not None:
+        return 1 if v.lo >= 0 else -1 if v.hi <= 0 else 0
+    return 0
+
+
+_EPOCH_DATE = datetime.date(1970, 1, 1)
+_EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def _temporal(x: float, kind: str | None) -> Any:
+    """Days or seconds since 1970-01-01 back to a date or a (naive, UTC) timestamp."""
+    if kind == "date":
+        return _EPOCH_DATE + datetime.timedelta(days=math.floor(x))
+    return _EPOCH + datetime.timedelta(seconds=x)
+
+
+def _typed(v: np.ndarray, kind: str | None) -> Any:
+    return v if kind is None else [_temporal(float(x), kind) for x in v]
+
+
+def _py(x: Any, kind: str, temporal: str | None = None) -> Any:
     f = float(x)
-    if kind in ("count", "count_units") and f.is_integer():
+    if temporal is not None:
+        return _temporal(f, temporal)
+    if kind in ("count", "count_units", "count_distinct") and f.is_integer():
         return int(f)
     return f
 
@@ -310,8 +365,14 @@ def _quantiles(plan: QueryPlan, m: Any, partitions: list[tuple[Any, ...]], hists
     for i, key in enumerate(partitions):
         h = table.get(_sort_key(key), np.zeros(b))
         below = np.concatenate([[0.0], np.cumsum(h)])  # weighted count below each edge
-        util = -np.abs(below - m.q * below[-1])
+        if m.extreme == "min":  # buckets: the first non-empty one scores 0, every other at most -1
+            util = -below[:-1] - (h <= 0.0)
+        elif m.extreme == "max":
+            util = -(below[-1] - below[1:]) - (h <= 0.0)
+        else:
+            util = -np.abs(below - m.q * below[-1])
         rel = mech.release(util, rng=rng, confidence=level)
-        out[i] = edges[int(rel.value)]
+        j = int(rel.value)
+        out[i] = edges[j + 1] if m.extreme == "max" else edges[j]  # MIN: its bucket's low edge; MAX: high edge
         gaps[i] = float(rel.details.get("utility_gap_bound", np.nan))
     return out, gaps

@@ -54,7 +54,7 @@ from dpkit.errors import DpkitError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PureDP
 from dpkit.ledger import SQLiteLedger
 from dpkit.query._backends import DuckDBBackend, SparkBackend, is_numeric_type
-from dpkit.query._compile import Compiled, ValueColumn, compile_query, literal, transpile
+from dpkit.query._compile import Compiled, ValueColumn, compile_query, engine_sql, literal, rows_source, transpile
 from dpkit.query._noise import INTEGER_PRIMITIVES, Measurement, Selection, Split
 from dpkit.query._result import QueryResult, finish_aggregates
 from dpkit.query._spec import Aggregate, Key, QuerySpec
@@ -162,14 +162,15 @@ class Session:
     >>> with tempfile.TemporaryDirectory() as d:
     ...     s = Session(df, privacy_unit="uid", ledger=f"{d}/b.db", budget=PureDP(1.0))
     ...     r = s.sql("SELECT k, COUNT(*) AS n FROM t GROUP BY k", epsilon=0.5, keys={"k": ["a", "b"]},
-    ...               rng=insecure_seeded(0))
+    ...               max_partitions=2, max_rows=1, rng=insecure_seeded(0))
     ...     print(r.columns, len(r.rows), s.remaining())
     ('k', 'n') 2 0.5-DP
     """
 
     def __init__(self, data: Any, *, privacy_unit: str, ledger: str | os.PathLike[str] | SQLiteLedger,
                  budget: PureDP | ApproxDP | None = None, table: str = "t", engine: str | None = None,
-                 spark: Any = None, schema: dict[str, str] | None = None) -> None:
+                 spark: Any = None, schema: dict[str, str] | None = None, public: dict[str, Any] | None = None,
+                 max_partitions: int | None = None, max_rows: int | None = None) -> None:
         if not isinstance(privacy_unit, str) or not privacy_unit:
             raise ValueError("privacy_unit must name the column that identifies a person (e.g. 'user_id').")
         if not isinstance(table, str) or not table.isidentifier():
@@ -181,6 +182,15 @@ class Session:
         if privacy_unit not in self._schema:
             raise ValueError(f"the privacy unit column {privacy_unit!r} is not in the table; its columns are "
                              f"{sorted(self._schema)}.")
+        self.max_partitions = None if max_partitions is None else _check_int("max_partitions", max_partitions)
+        self.max_rows = None if max_rows is None else _check_int("max_rows", max_rows)
+        self._public: dict[str, tuple[str, dict[str, str]]] = {}  # name -> (engine relation, schema)
+        self._unique: dict[tuple[str, tuple[str, ...]], bool] = {}
+        for name, pdata in (public or {}).items():
+            if not isinstance(name, str) or not name.isidentifier() or name.lower() == table.lower():
+                raise ValueError(f"a public table needs a plain SQL name other than {table!r}; got {name!r}.")
+            relation = self._backend.register_public(name, pdata)
+            self._public[name] = (relation, self._backend.schema_of(relation))
         if isinstance(ledger, SQLiteLedger):
             if budget is not None and budget != ledger.budget:
                 raise ValueError(f"the ledger's budget is {ledger.budget}; got budget={budget}.")
@@ -247,7 +257,8 @@ class Session:
 
     # ------------------------------------------------------------------ planning
     def plan(self, query: str | QuerySpec, *, epsilon: float, delta: float = 0.0,
-             bounds: dict[str, tuple[float, float]] | None = None, max_partitions: int = 1, max_rows: int = 1,
+             bounds: dict[str, tuple[float, float]] | None = None, max_partitions: int | None = None,
+             max_rows: int | None = None,
              keys: Any = None, noise: str = "laplace", split: dict[str, float] | None = None,
              quantile_buckets: int = 1024, dialect: str = "duckdb", partition_order: str = "hash") -> QueryPlan:
         """Validate a query and decide its bounding, split and cost, without reading data or spending.
@@ -258,25 +269,27 @@ class Session:
         dl = _check_budget_number("delta", delta, allow_zero=True)
         if dl >= 1.0:
             raise ValueError(f"delta must be < 1; got {delta!r}.")
-        k_max = _check_int("max_partitions", max_partitions)
-        l_max = _check_int("max_rows", max_rows)
         buckets = _check_int("quantile_buckets", quantile_buckets)
         if noise not in ("laplace", "gaussian"):
             raise ValueError(f"noise must be 'laplace' or 'gaussian'; got {noise!r}.")
         if partition_order not in ("hash", "md5"):
             raise ValueError(f"partition_order must be 'hash' or 'md5'; got {partition_order!r}.")
+        public_columns = {name: list(schema) for name, (_, schema) in self._public.items()}
         if not isinstance(query, QuerySpec):
             query = parse_sql(query, table=self.table, privacy_unit=self.privacy_unit, dialect=dialect,
-                              table_columns=self._schema)
+                              table_columns=self._schema, public_tables=public_columns)
         # every expression, from SQL text or a hand-built QuerySpec, re-parsed, allow-listed and re-emitted
-        spec = validate_spec(query, table=self.table, privacy_unit=self.privacy_unit)
+        spec = validate_spec(query, table=self.table, privacy_unit=self.privacy_unit, table_columns=self._schema,
+                             public_tables=public_columns)
         missing = [c for c in spec.columns if c not in self._schema]
         if missing:
             raise ValueError(f"unknown column{'s' if len(missing) > 1 else ''} {missing}; the table has "
                              f"{sorted(self._schema)}.")
+        self._check_joins(spec)
+        k_max, l_max = self._contribution_bounds(spec, max_partitions, max_rows, keys)
         values = self._values(spec, bounds or {})
         # the keys' types, from the schema alone (the engine binds, it reads no row)
-        key_types = self._types([k.expr for k in spec.keys])
+        key_types = self._types([k.expr for k in spec.keys], spec)
         for key, type_name in zip(spec.keys, key_types):
             check_key_type(key.name, type_name)
         public = self._public_keys(spec, keys, key_types)
@@ -296,9 +309,10 @@ class Session:
         k_eff = 1 if not spec.keys else (min(k_max, len(public)) if public is not None else k_max)
         plan_split = self._split(spec, values, eps, dl, k_eff, l_max, noise, split, public is None and bool(spec.keys))
         salt = secrets.token_hex(16)
-        compiled = compile_query(replace(spec, table=self._backend.relation), privacy_unit=self.privacy_unit,
-                                 values=values, max_partitions=k_max, max_rows=l_max,
-                                 public_keys=public, salt=salt, buckets=buckets, partition_order=partition_order)
+        compiled = compile_query(spec, privacy_unit=self.privacy_unit, values=values, max_partitions=k_max,
+                                 max_rows=l_max, public_keys=public, salt=salt, buckets=buckets,
+                                 partition_order=partition_order, relation=self._backend.relation,
+                                 public=self._relations())
         self._bind(compiled)
         total_delta = math.fsum(m.delta for m in plan_split.measurements)
         if plan_split.selection is not None:
@@ -317,20 +331,71 @@ class Session:
                          max_partitions=k_max, max_rows=l_max, public_keys=public, bounds=used_bounds,
                          noise=noise, dialect=self._backend.dialect, values=values)
 
-    def _types(self, exprs: list[str]) -> list[str]:
-        """The engine types of row-level expressions, from the schema alone (the engine binds, reads no row)."""
+    def _relations(self) -> dict[str, str]:
+        return {name: relation for name, (relation, _) in self._public.items()}
+
+    def _types(self, exprs: list[str], spec: QuerySpec) -> list[str]:
+        """The engine types of row-level expressions over the query's rows (the private table, its joins or
+        its per-unit table), from the schemas alone: the engine binds the statement and reads no row."""
+        if not exprs:
+            return []
+        source, _ = rows_source(spec, unit=exp_column(self.privacy_unit), relation=self._backend.relation,
+                                public=self._relations())
+        cols = ", ".join(f"({e}) AS c{i}" for i, e in enumerate(exprs))
         try:
-            return self._backend.expression_types([transpile(e, self._backend.dialect) for e in exprs])
+            return self._backend.describe(engine_sql(f"SELECT {cols} FROM {source}", self._backend.dialect))
         except Exception as exc:  # noqa: BLE001 - binding reads no row, so the engine's message is safe to show
             raise ValueError(f"the {self.engine} engine cannot evaluate {exprs} on this table "
                              f"({type(exc).__name__}): {str(exc).strip()} Nothing was spent.") from None
 
+    def _check_joins(self, spec: QuerySpec) -> None:
+        """Refuse a join whose public columns are not a unique key of the public table (read from the public
+        data, which is public): a row could then match several public rows and count several times."""
+        joins = list(spec.joins) + (list(spec.per_unit.joins) if spec.per_unit is not None else [])
+        for j in joins:
+            relation, schema = self._public[j.table]
+            missing = [c for c in j.keys if c not in schema]
+            if missing:
+                raise ValueError(f"the public table {j.table!r} has no column {missing}; it has {sorted(schema)}.")
+            key = (j.table, j.keys)
+            if key not in self._unique:
+                self._unique[key] = self._backend.is_unique(relation, list(j.keys))
+            if not self._unique[key]:
+                raise UnsupportedError(
+                    f"the join with {j.table!r} on {list(j.keys)} is refused: those columns are not a unique key of "
+                    f"{j.table!r} (some value appears in several rows), so one row could match several public rows "
+                    "and one unit's contribution could grow without bound. Join on a unique key (add columns to the "
+                    "ON condition, or deduplicate the public table).")
+
+    def _contribution_bounds(self, spec: QuerySpec, max_partitions: int | None, max_rows: int | None,
+                             keys: Any) -> tuple[int, int]:
+        """max_partitions and max_rows: the query's, else the session's; required where they can bind."""
+        k = max_partitions if max_partitions is not None else self.max_partitions
+        rows = max_rows if max_rows is not None else self.max_rows
+        if k is None:
+            if spec.keys:
+                raise ValueError(
+                    "max_partitions is required for a GROUP BY query: the number of groups one unit may contribute "
+                    "to (a unit in more groups keeps that many, chosen at random). Pass max_partitions= (command line "
+                    "--max-partitions), or set it for every query with Session(..., max_partitions=...).")
+            k = 1
+        k = _check_int("max_partitions", k)
+        if rows is None:
+            only_units = all(a.kind == "count_units" for a in spec.aggregates)
+            one_row_per_unit = spec.per_unit is not None and not spec.per_unit.keys
+            if not (only_units or one_row_per_unit):
+                raise ValueError(
+                    "max_rows is required: the number of rows one unit may contribute to one group (beyond it the "
+                    "unit's contribution is scaled down), so that e.g. COUNT(*) counts rows, not units. Pass "
+                    "max_rows= (command line --max-rows), or set it for every query with Session(..., max_rows=...). "
+                    "A per-unit subquery (FROM (SELECT unit, ... GROUP BY unit)) has one row per unit and needs none.")
+            rows = 1
+        return k, _check_int("max_rows", rows)
+
     def _bind(self, compiled: Compiled) -> None:
         """Bind every statement of the plan against the schema, running nothing, so that an error the schema
         alone determines (an unknown function, a type mismatch) is raised before anything is reserved."""
-        statements = [compiled.sql(self._backend.dialect)] + [
-            compiled.histogram_sql(i, self._backend.dialect) for i in compiled.histograms]
-        for statement in statements:
+        for statement in compiled.statements(self._backend.dialect):
             try:
                 self._backend.check(statement)
             except Exception as exc:  # noqa: BLE001 - binding reads no row, so the engine's message is safe to show
@@ -340,31 +405,41 @@ class Session:
     def _values(self, spec: QuerySpec, bounds: dict[str, tuple[float, float]]) -> dict[str, ValueColumn]:
         if not isinstance(bounds, dict):
             raise TypeError("bounds must be a dict mapping a column (or output name) to (lo, hi).")
-        unknown = [b for b in bounds if b not in self._schema and b not in {a.name for a in spec.aggregates}]
+        known = set(self._schema) | {a.name for a in spec.aggregates} | {a.column for a in spec.aggregates if a.column}
+        if spec.per_unit is not None:
+            known |= {v.name for v in spec.per_unit.values} | {k.name for k in spec.per_unit.keys}
+        for _, schema in self._public.values():
+            known |= set(schema)
+        unknown = [b for b in bounds if b not in known]
         if unknown:
             raise ValueError(f"bounds given for {unknown}, which is neither a column of the table nor an output "
                              f"name of the query.")
         with_values = [a for a in spec.aggregates if a.expr is not None]
-        types = self._types([a.expr for a in with_values if a.expr is not None])
+        types = self._types([a.expr for a in with_values if a.expr is not None], spec)
         out: dict[str, ValueColumn] = {}
-        index: dict[tuple[str, Any, Any, bool], int] = {}
+        index: dict[tuple[Any, ...], int] = {}
         for agg, type_name in zip(with_values, types):
             numeric = is_numeric_type(type_name)
+            temporal = _temporal_kind(type_name) if agg.kind == "quantile" else None
             lo = hi = None
             if agg.needs_bounds:
-                if not numeric:
-                    raise ValueError(f"{agg.name}: {agg.expr} has type {type_name}, not a number; "
-                                     f"{agg.kind} needs numeric values.")
+                if not numeric and temporal is None:
+                    raise ValueError(f"{agg.name}: {agg.expr} has type {type_name}, not a number"
+                                     + ("" if agg.kind != "quantile" else " (nor a date or timestamp)")
+                                     + f"; {agg.kind} needs numeric values.")
                 key = agg.name if agg.name in bounds else agg.column
                 if key is None or key not in bounds:
                     raise ValueError(f"{agg.name} needs clamping bounds for {agg.expr}: "
                                      + _BOUNDS_HINT.format(name=agg.column or agg.name)
-                                     + ". dpkit never derives them from the data, which would leak it.")
-                lo, hi = _check_bounds(key, bounds[key])
-            ident = (agg.expr, lo, hi, numeric)
+                                     + ". dpkit never derives them from the data, which would leak it"
+                                     + " (Session.bounds(...) estimates them with differential privacy).")
+                lo, hi = _check_bounds(key, bounds[key], temporal)
+            distinct = agg.kind == "count_distinct"
+            ident = (agg.expr, lo, hi, numeric, temporal, distinct)
             if ident not in index:
                 index[ident] = len(index)
-            out[agg.name] = ValueColumn(expr=agg.expr, lo=lo, hi=hi, index=index[ident], numeric=numeric)
+            out[agg.name] = ValueColumn(expr=agg.expr, lo=lo, hi=hi, index=index[ident],
+                                        numeric=numeric or temporal is not None, temporal=temporal, distinct=distinct)
         return out
 
     def _public_keys(self, spec: QuerySpec, keys: Any, types: list[str]) -> list[tuple[Any, ...]] | None:
@@ -444,15 +519,15 @@ class Session:
                     assert v is not None and v.lo is not None and v.hi is not None
                     q = float(agg.q)  # type: ignore[arg-type]
                     measurements.append(Measurement(agg.name, p, f"hist__{v.index}", l_max * max(q, 1.0 - q), k,
-                                                    e_each, 0.0, "exponential", q=q))
+                                                    e_each, 0.0, "exponential", q=q, extreme=agg.extreme))
                     continue
-                bound = {"rows": l_max, "units": 1, "values": l_max}.get(p)
+                bound = {"rows": l_max, "units": 1, "values": l_max, "distinct": l_max}.get(p)
                 if bound is None:
                     assert v is not None and v.lo is not None and v.hi is not None
                     m_abs, r = max(abs(v.lo), abs(v.hi)), (v.hi - v.lo) / 2.0
                     bound = {"sum": l_max * m_abs, "centered_sum": l_max * r,
                              "centered_squares": l_max * r * r}[p]
-                column = p if p in INTEGER_PRIMITIVES else f"{p}__{v.index}"  # type: ignore[union-attr]
+                column = p if p in ("rows", "units") else f"{p}__{v.index}"  # type: ignore[union-attr]
                 if column == "units":
                     column = "__units"
                 kind = "gaussian" if noise == "gaussian" else ("geometric" if p in INTEGER_PRIMITIVES else "laplace")
@@ -465,11 +540,13 @@ class Session:
 
     # ------------------------------------------------------------------ running
     def sql(self, query: str | QuerySpec, *, epsilon: float, delta: float = 0.0,
-            bounds: dict[str, tuple[float, float]] | None = None, max_partitions: int = 1, max_rows: int = 1,
+            bounds: dict[str, tuple[float, float]] | None = None, max_partitions: int | None = None,
+            max_rows: int | None = None,
             keys: Any = None, noise: str = "laplace", split: dict[str, float] | None = None,
             quantile_buckets: int = 1024, confidence: float = 0.95, rng: np.random.Generator | None = None,
             dialect: str = "duckdb", partition_order: str = "hash",
-            progress: Callable[[str], None] | None = None, debug_timings: bool = False) -> QueryResult:
+            progress: Callable[[str], None] | None = None, debug_timings: bool = False,
+            nonnegative: bool = True) -> QueryResult:
         """Answer one aggregate query with differential privacy, recording its cost first.
 
         Parameters
@@ -483,12 +560,14 @@ class Session:
         bounds : dict, optional
             Clamping bounds (lo, hi) by column or output name, for SUM, AVG, VARIANCE, STDDEV and
             quantiles.  Never derived from the data.
-        max_partitions : int, default 1
+        max_partitions : int, optional
             Partitions (groups) one unit may contribute to; extra ones are dropped (a random
-            per-query choice that depends only on that unit's rows).
-        max_rows : int, default 1
+            per-query choice that depends only on that unit's rows).  Required for GROUP BY unless
+            the session sets it.
+        max_rows : int, optional
             Rows one unit may contribute to one partition; beyond that its partial aggregates are
-            scaled by max_rows / rows.
+            scaled by max_rows / rows.  Required unless the session sets it, the query only counts
+            units, or it aggregates a per-unit subquery (one row per unit).
         keys : dict or list, optional
             Public partition keys: {key: [values]} (their cross product) or a list of tuples.
             Without them GROUP BY keys are selected privately (needs delta).
@@ -511,6 +590,10 @@ class Session:
         progress : callable, optional
             Called with a short fixed message at each stage (the messages say nothing of the data; the time
             between them is the engine's wall-clock time, which is not private: see the README's threat model).
+        nonnegative : bool, default True
+            Clamp counts (and sums whose bounds have one sign) and their interval ends to that sign: free
+            post-processing that never loses coverage and only reduces the error; False releases the raw
+            noisy values (whose noise law is then exactly the mechanism's).
         debug_timings : bool, default False
             Put the engine's and the total wall-clock time on ``result.timings``.  Timings depend on the
             data and are not private (an analyst who sees them can tell neighbouring tables apart); for
@@ -548,6 +631,8 @@ class Session:
             raw = self._backend.fetch(plan.compiled.sql(self._backend.dialect))
             hists = {i: self._backend.fetch(plan.compiled.histogram_sql(i, self._backend.dialect))
                      for i in plan.compiled.histograms}
+            distincts = {i: self._backend.fetch(plan.compiled.distinct_sql(i, self._backend.dialect))
+                         for i in plan.compiled.distincts}
         except Exception:  # noqa: BLE001 - any engine failure after reading data is charged and says nothing
             failed = True
         if failed:  # raised outside the handler, so the engine's exception is not even its __context__
@@ -558,7 +643,8 @@ class Session:
         t_engine = time.perf_counter() - t_engine
         say("adding noise")
         try:
-            result = finish_aggregates(plan, raw, hists, confidence=confidence, rng=rng)
+            result = finish_aggregates(plan, raw, hists, confidence=confidence, rng=rng, distincts=distincts,
+                                       nonnegative=nonnegative)
         except Exception:  # noqa: BLE001 - post-processing is total (tests/adversarial); never a message of data
             failed = True
         if failed:
@@ -620,12 +706,40 @@ def exp_column(name: str) -> str:
     return _exp.column(name, quoted=True).sql(dialect="duckdb")
 
 
-def _check_bounds(name: str, pair: object) -> tuple[float, float]:
+def _temporal_kind(type_name: str) -> str | None:
+    t = type_name.strip().upper()
+    if t == "DATE":
+        return "date"
+    if t.startswith("TIMESTAMP"):
+        return "timestamp"
+    return None
+
+
+def _as_number(x: object, temporal: str | None) -> float:
+    """A bound as a float; for dates and timestamps, days or seconds since 1970-01-01 (from ISO text or a value)."""
+    import datetime as dt
+
+    if temporal is not None and not isinstance(x, (int, float)):
+        if isinstance(x, str):
+            x = dt.datetime.fromisoformat(x) if temporal == "timestamp" or "T" in x or " " in x else dt.date.fromisoformat(x)
+        if isinstance(x, dt.datetime):
+            if x.tzinfo is not None:
+                x = x.astimezone(dt.timezone.utc).replace(tzinfo=None)
+            return (x - dt.datetime(1970, 1, 1)).total_seconds() if temporal == "timestamp" else float(
+                (x.date() - dt.date(1970, 1, 1)).days)
+        if isinstance(x, dt.date):
+            days = (x - dt.date(1970, 1, 1)).days
+            return float(days) if temporal == "date" else days * 86400.0
+    return float(x)  # type: ignore[arg-type]
+
+
+def _check_bounds(name: str, pair: object, temporal: str | None = None) -> tuple[float, float]:
     try:
         lo, hi = pair  # type: ignore[misc]
-        lo, hi = float(lo), float(hi)
+        lo, hi = _as_number(lo, temporal), _as_number(hi, temporal)
     except (TypeError, ValueError):
-        raise ValueError(f"bounds for {name!r} must be a pair (lo, hi) of numbers; got {pair!r}.") from None
+        what = "numbers" if temporal is None else f"{temporal}s (ISO text such as '2013-01-01') or numbers"
+        raise ValueError(f"bounds for {name!r} must be a pair (lo, hi) of {what}; got {pair!r}.") from None
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise ValueError(f"bounds for {name!r} must be finite with lo < hi; got ({lo}, {hi}).")
     if max(abs(lo), abs(hi)) > _MAX_BOUND:

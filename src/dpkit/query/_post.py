@@ -1,0 +1,136 @@
+r"""Post-processing of a noisy result: output expressions, HAVING, ORDER BY and LIMIT.
+
+Everything here is a function of the noisy values and of the released keys alone, so it costs no
+privacy (post-processing, Dwork & Roth 2014, Prop 2.1).  It runs in a private in-memory DuckDB
+database of dpkit's own that holds nothing but the noisy table: the analyst's expressions (parsed,
+allow-listed and re-emitted by :mod:`dpkit.query._sql`) never meet the data.
+
+Intervals: an output that *is* an aggregate keeps that aggregate's interval; an output that is a
+monotone function of one aggregate (``ROUND(AVG(x), 1)``, ``SUM(x) / 1000``, ``COUNT(*) * 2 + 1``)
+gets the image of the aggregate's interval, which covers its value whenever the aggregate's does;
+an output that combines several noisy values (``SUM(x) / COUNT(*)``) gets no interval (NaN), since
+its coverage would need a joint statement the per-aggregate intervals do not make.
+
+Ties in ORDER BY are broken by the row's position in the released order (a function of the released
+keys), never by anything the engine did.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from sqlglot import exp
+
+from dpkit.query._policy import parse_expression
+from dpkit.query._spec import Output
+
+if TYPE_CHECKING:
+    from dpkit.query._spec import QuerySpec
+
+__all__ = ["needs_post", "post_process"]
+
+
+def needs_post(spec: QuerySpec) -> bool:
+    """Whether the result needs the SQL post-processing step (anything beyond keys then aggregates)."""
+    return bool(spec.outputs or spec.having or spec.order_by or spec.limit is not None)
+
+
+def _swap(sql: str, mapping: dict[str, str]) -> str:
+    node = parse_expression(sql, "post-processing")
+    node = node.transform(lambda n: exp.column(mapping[n.name], quoted=True)
+                          if isinstance(n, exp.Column) and n.name in mapping else n)
+    return node.sql(dialect="duckdb")
+
+
+def post_process(spec: QuerySpec, rows: list[tuple[Any, ...]], values: dict[str, np.ndarray],
+                 intervals: dict[str, tuple[np.ndarray, np.ndarray]], kinds: dict[str, str]
+                 ) -> tuple[list[str], list[tuple[Any, ...]], dict[str, list[tuple[float, float]]], list[str]]:
+    """Apply the spec's outputs, HAVING, ORDER BY and LIMIT to the noisy table.
+
+    Parameters
+    ----------
+    rows : list of tuples
+        The released keys, one tuple per row, in the release order.
+    values : dict
+        Aggregate name -> its noisy values (one per row).
+    intervals : dict
+        Aggregate name -> (lower, upper) arrays.
+    kinds : dict
+        Aggregate name -> its kind (counts are integers).
+
+    Returns
+    -------
+    columns, rows, intervals (output name -> one (lo, hi) per row, NaN where none), key columns
+    """
+    import duckdb
+    import pyarrow as pa
+
+    key_names = [k.name for k in spec.keys]
+    agg_names = [a.name for a in spec.aggregates]
+    n = len(rows)
+    cols: dict[str, Any] = {"__row": pa.array(np.arange(n, dtype=np.int64))}
+    for i, name in enumerate(key_names):
+        cols[name] = pa.array([r[i] for r in rows])
+    lo_of, hi_of = {}, {}
+    for j, name in enumerate(agg_names):
+        integer = kinds[name] in ("count", "count_units", "count_distinct")
+        v = values[name]
+        if isinstance(v, np.ndarray):
+            cols[name] = pa.array(v.astype(np.int64) if integer and v.size and np.all(np.isfinite(v)) else v)
+        else:  # dates or timestamps (quantiles of temporal values)
+            cols[name] = pa.array(list(v))
+        lo, hi = intervals[name]
+        lo_of[name], hi_of[name] = f"__lo{j}", f"__hi{j}"
+        cols[f"__lo{j}"], cols[f"__hi{j}"] = pa.array(np.asarray(lo, dtype=float)), pa.array(np.asarray(hi, dtype=float))
+    table = pa.table(cols)
+
+    outputs = spec.outputs or (
+        tuple(Output(name=k, expr=exp.column(k, quoted=True).sql("duckdb"), key=k) for k in key_names)
+        + tuple(Output(name=a, expr=exp.column(a, quoted=True).sql("duckdb"), aggregate=a, monotone_of=a)
+                for a in agg_names))
+    select = ["__row"]
+    key_columns = []
+    for i, o in enumerate(outputs):
+        select.append(f"TRY({o.expr}) AS __o{i}")
+        agg = o.aggregate or o.monotone_of
+        if o.key is not None or (agg is None and not any(
+                isinstance(c, exp.Column) and c.name in agg_names
+                for c in parse_expression(o.expr, o.name).find_all(exp.Column))):
+            key_columns.append(o.name)
+        if agg is not None:
+            a, b = _swap(o.expr, {agg: lo_of[agg]}), _swap(o.expr, {agg: hi_of[agg]})
+            select.append(f"TRY(LEAST({a}, {b})) AS __l{i}, TRY(GREATEST({a}, {b})) AS __h{i}")
+        else:
+            select.append(f"CAST(NULL AS DOUBLE) AS __l{i}, CAST(NULL AS DOUBLE) AS __h{i}")
+    sql = f"SELECT {', '.join(select)} FROM noisy"
+    if spec.having:
+        sql += f" WHERE TRY({spec.having})"
+    order = [f"TRY({e}) {'DESC' if desc else 'ASC'} NULLS LAST" for e, desc in spec.order_by]
+    sql += " ORDER BY " + ", ".join(order + ["__row"])
+    if spec.limit is not None:
+        sql += f" LIMIT {int(spec.limit)}"
+    con = duckdb.connect()  # holds the noisy table only
+    try:
+        con.register("noisy", table)
+        got = con.execute(sql).fetchall()
+    finally:
+        con.close()
+    m = len(outputs)
+    out_rows = [tuple(r[1 + 3 * i] for i in range(m)) for r in got]
+    out_intervals: dict[str, list[tuple[float, float]]] = {}
+    for i, o in enumerate(outputs):
+        if o.name in key_columns:
+            continue
+        out_intervals[o.name] = [(_num(r[2 + 3 * i]), _num(r[3 + 3 * i])) for r in got]
+    return [o.name for o in outputs], out_rows, out_intervals, key_columns
+
+
+def _num(x: Any) -> float:
+    if x is None:
+        return math.nan
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return math.nan
