@@ -85,7 +85,8 @@ def test_order_by_and_limit_act_on_the_noisy_result(session: Session) -> None:
 
 def test_public_keys_absent_from_the_data_appear_with_count_zero(session: Session) -> None:
     r = session.sql("SELECT k, COUNT(*) AS n, SUM(x) AS s FROM t GROUP BY k", epsilon=1000.0, keys=KEYS,
-                    bounds={"x": (0.0, 20.0)}, max_partitions=3, max_rows=L_ALL, rng=insecure_seeded(0))
+                    bounds={"x": (0.0, 20.0)}, max_partitions=3, max_rows=L_ALL, rng=insecure_seeded(0),
+                    bounding_report=False)
     assert [row[0] for row in r.rows] == KEYS["k"]
     df = _frame()
     assert r.scales["s"]["sum"] < 1.0  # Laplace, 3 L 20 / 500
@@ -113,8 +114,10 @@ def test_to_dicts_to_pandas_and_str(session: Session) -> None:
     assert "4 row(s)" in text and "95% interval" in text and "cost 1.0-DP" in text
     assert "INSECURE" in text and r.insecure
     assert r.guarantee == PureDP(1.0) and r.remaining == session.remaining()
-    assert r.split == {"n": pytest.approx((0.5, 0.0)), "m": pytest.approx((0.5, 0.0))}
-    assert r.scales["n"]["rows"] == pytest.approx(3 * 2 / 0.5, rel=1e-9)
+    assert r.split == {"n": pytest.approx((0.475, 0.0)), "m": pytest.approx((0.475, 0.0)),
+                       "bounding_report": pytest.approx((0.05, 0.0))}  # equal shares after the report's 5%
+    assert r.bounding["released"] and r.bounding["units"] >= 0 and "bounding (DP counts" in text
+    assert r.scales["n"]["rows"] == pytest.approx(3 * 2 / 0.475, rel=1e-9)
 
 
 def test_quantiles_land_on_the_bucket_grid_near_the_truth(session: Session) -> None:
@@ -154,11 +157,12 @@ def test_histogram_bins_before_noise(open_session) -> None:  # noqa: ANN001
 def test_plan_shows_the_split_and_costs_nothing(session: Session, tmp_path: Path) -> None:
     before = session.ledger.history()
     plan = session.plan("SELECT k, COUNT(*) AS n, SUM(x) AS s FROM t GROUP BY k", epsilon=1.0, delta=1e-6,
-                        bounds={"x": (0.0, 20.0)}, max_partitions=2, max_rows=3, split={"n": 0.2, "s": 0.3,
-                                                                                        "partition_selection": 0.5})
+                        bounds={"x": (0.0, 20.0)}, max_partitions=2, max_rows=3,
+                        split={"n": 0.2, "s": 0.25, "partition_selection": 0.5, "bounding_report": 0.05})
     assert plan.guarantee == ApproxDP(epsilon=1.0, delta=1e-6)
     shares = plan.split.shares()
-    assert shares["n"][0] == pytest.approx(0.2) and shares["s"][0] == pytest.approx(0.3)
+    assert shares["n"][0] == pytest.approx(0.2) and shares["s"][0] == pytest.approx(0.25)
+    assert shares["bounding_report"] == (pytest.approx(0.05), 0.0)
     assert shares["partition_selection"] == (pytest.approx(0.5), pytest.approx(1e-6))
     assert math.fsum(e for e, _ in shares.values()) <= 1.0
     rows = {(m["aggregate"], m["primitive"]): m for m in plan.measurements()}

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import decimal
+import numbers
 import sys
 from pathlib import Path
 from typing import Any
@@ -88,6 +91,23 @@ def _pairs(items: list[str], what: str) -> dict[str, str]:
     return out
 
 
+def _json_safe(x: Any) -> Any:
+    """JSON values only: NaN and infinities become null, mappings dicts, tuples lists, the rest str."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, (bool, int, str)) or x is None:
+        return x
+    if isinstance(x, dict) or hasattr(x, "items"):
+        return {str(k): _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    if hasattr(x, "tolist"):  # NumPy arrays and scalars
+        return _json_safe(x.tolist())
+    if isinstance(x, (numbers.Real, decimal.Decimal)):  # Decimal, Estimate, ...
+        return _json_safe(float(x))
+    return str(x)  # dates, timestamps, UUIDs: ISO text
+
+
 def _bounds(items: list[str]) -> dict[str, tuple[float, float]]:
     out = {}
     for name, value in _pairs(items, "--bounds").items():
@@ -141,6 +161,7 @@ def _session(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dpkit.query import format_guarantee
     from dpkit.random import insecure_seeded
 
     keys_arg = {name: [v for v in values.split(",")] for name, values in _pairs(args.keys, "--keys").items()} or None
@@ -155,17 +176,19 @@ def run(args: argparse.Namespace) -> int:
             plan = session.plan(args.sql, **options)
             print(plan)
             print(f"SQL ({session.engine}):\n{plan.sql}")
-            print(f"budget left in {args.ledger}: {session.remaining()} (nothing was spent)")
+            print(f"budget left in {args.ledger}: {format_guarantee(session.remaining())} (nothing was spent)")
             return 0
         rng = None if args.seed is None else insecure_seeded(args.seed)
         result = session.sql(args.sql, confidence=args.confidence, rng=rng, progress=say, **options)
         if args.json:
-            print(json.dumps({"columns": result.columns, "rows": result.to_dicts(), "cost": str(result.guarantee),
-                              "remaining": str(result.remaining), "ledger": args.ledger,
-                              "insecure": result.insecure}, default=str, indent=2))
+            print(json.dumps(_json_safe({"columns": list(result.columns), "rows": result.to_dicts(),
+                                         "cost": format_guarantee(result.guarantee), "remaining": format_guarantee(result.remaining),
+                                         "ledger": args.ledger, "insecure": result.insecure,
+                                         "selection": result.selection, "details": result.details}),
+                             indent=2, allow_nan=False))
         else:
             print(result)
-            print(f"budget left in {args.ledger}: {result.remaining}")
+            print(f"budget left in {args.ledger}: {format_guarantee(result.remaining)}")
         return 0
     finally:
         session.close()

@@ -9,9 +9,9 @@ r"""Differentially private aggregate queries over real tables (DuckDB embedded, 
   ``_backends`` (DuckDB, Spark classic and Connect), ``_result`` (noise, intervals, the table).
 """
 
-from dpkit.query._result import QueryResult
+from dpkit.query._result import QueryResult, format_guarantee
 from dpkit.query._spec import Aggregate, Key, QuerySpec
 from dpkit.query._sql import parse_sql
 from dpkit.query.session import DataDependentFailure, QueryPlan, Session
 
-__all__ = ["Aggregate", "DataDependentFailure", "Key", "QueryPlan", "QueryResult", "QuerySpec", "Session", "parse_sql"]
+__all__ = ["Aggregate", "DataDependentFailure", "Key", "QueryPlan", "QueryResult", "QuerySpec", "Session", "format_guarantee", "parse_sql"]

@@ -89,6 +89,7 @@ class Compiled:
     columns: list[str]              # result columns after the keys: "__units", then primitive names
     histograms: dict[int, str] = field(default_factory=dict)  # value index -> histogram SQL
     distincts: dict[int, str] = field(default_factory=dict)   # value index -> COUNT(DISTINCT) SQL
+    report: str | None = None  # SQL of the bounding report's four exact counts (see compile_query)
     buckets: int = 0
     bounded_partitions: bool = True  # False when max_partitions cannot bind (no ranking window)
     order: str = "hash"
@@ -119,7 +120,12 @@ class Compiled:
     def statements(self, dialect: str) -> list[str]:
         """Every statement of the plan, in this engine's dialect."""
         return ([self.sql(dialect)] + [self.histogram_sql(i, dialect) for i in self.histograms]
-                + [self.distinct_sql(i, dialect) for i in self.distincts])
+                + [self.distinct_sql(i, dialect) for i in self.distincts]
+                + ([self.report_sql(dialect)] if self.report is not None else []))
+
+    def report_sql(self, dialect: str) -> str:
+        assert self.report is not None
+        return self._render(self.report, dialect)
 
 
 _ORDER = "__dpkit_partition_order__"  # placeholder column, replaced by each dialect's ranking expression
@@ -228,7 +234,7 @@ def rows_source(spec: QuerySpec, *, unit: str, relation: str, public: dict[str, 
 def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, ValueColumn],
                   max_partitions: int, max_rows: int, public_keys: list[tuple[object, ...]] | None,
                   salt: str, buckets: int = 1024, partition_order: str = "hash", relation: str | None = None,
-                  public: dict[str, str] | None = None) -> Compiled:
+                  public: dict[str, str] | None = None, report: bool = False) -> Compiled:
     """Build the bounding-and-aggregation SQL.
 
     Parameters
@@ -256,6 +262,10 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
         The engine's name for the private table (``spec.table`` if not given).
     public : dict, optional
         Public table name -> the engine's name for it (for joins).
+    report : bool
+        Also build the bounding report: four exact counts of units (all units; those with more than
+        ``max_partitions`` partitions; those with more than ``max_rows`` rows in some partition; those
+        with a value outside its clamping bounds), each of sensitivity 1, for a DP release.
     """
     unit = exp.to_identifier(privacy_unit, quoted=True).sql(dialect="duckdb")
     keys = [f"__k{i}" for i in range(len(spec.keys))]
@@ -372,5 +382,19 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
             f"FROM rk JOIN kept ON {on} WHERE rk.__r2 <= {int(max_rows)}"
             + (f" GROUP BY {', '.join(rkeys)}" if rkeys else "")
         )
+    report_sql = None
+    if report:
+        flags = [f"CASE WHEN __x{v.index} IS NOT NULL AND NOT isnan(__x{v.index}) AND (__x{v.index} < {literal(v.lo)} "
+                 f"OR __x{v.index} > {literal(v.hi)}) THEN 1 ELSE 0 END"
+                 for v in distinct_values if v.lo is not None and v.hi is not None and v.numeric and not v.distinct]
+        clamped = f"GREATEST({', '.join(flags)})" if len(flags) > 1 else (flags[0] if flags else "0")
+        rsrc = f"SELECT __u, {', '.join([*keys, ''])}{clamped} AS __c FROM raw_rows WHERE {' AND '.join(filters)}"
+        rpu = (f"SELECT __u, {', '.join([*keys, ''])}COUNT(*) AS __n, MAX(__c) AS __c FROM rsrc "
+               f"GROUP BY {', '.join(['__u', *keys])}")
+        units = "SELECT __u, COUNT(*) AS __np, MAX(__n) AS __mx, MAX(__c) AS __c FROM rpu GROUP BY __u"
+        report_sql = (f"WITH raw_rows AS ({raw}), rsrc AS ({rsrc}), rpu AS ({rpu}), runits AS ({units}) "
+                      f"SELECT COUNT(*), SUM(CASE WHEN __np > {int(max_partitions)} THEN 1 ELSE 0 END), "
+                      f"SUM(CASE WHEN __mx > {int(max_rows)} THEN 1 ELSE 0 END), "
+                      f"SUM(CASE WHEN __c > 0 THEN 1 ELSE 0 END) FROM runits")
     return Compiled(main=main, key_count=len(keys), columns=out_names, histograms=histograms, distincts=distincts,
-                    buckets=buckets, bounded_partitions=bounded, order=partition_order, salt=salt)
+                    buckets=buckets, bounded_partitions=bounded, order=partition_order, salt=salt, report=report_sql)

@@ -105,23 +105,78 @@ class Measurement:
 
 @dataclass(frozen=True)
 class Selection:
-    """Private partition selection by a thresholded geometric count of units."""
+    """Private partition selection by a thresholded noisy count of units.
+
+    ``noise="laplace"``: geometric (discrete Laplace) noise of scale K/epsilon, pure epsilon for the
+    partitions both neighbours have.  ``noise="gaussian"``: discrete Gaussian noise whose sigma meets
+    (epsilon, delta/2) through rho = K/(2 sigma^2) zCDP (the count vector's l2 sensitivity is sqrt(K);
+    Canonne, Kamath, Steinke 2020, arXiv 2004.00010v5, Thm 14 and Cor 13), so sigma -- and the
+    threshold -- grow with sqrt(K) instead of K.  In both, a partition only the added unit has is
+    released only when its noisy count 1 + Z reaches the threshold; the unit has at most K of them.
+    """
 
     epsilon: float
     delta: float              # the share given; the exact delta spent is ``delta_spent`` (<= it)
     partitions_per_unit: int
+    noise: str = "laplace"
 
     @property
-    def mechanism(self) -> Geometric:
+    def mechanism(self) -> Any:
+        if self.noise == "gaussian":
+            return _CountGaussian(self.sigma)
         return Geometric(sensitivity=self.partitions_per_unit, epsilon=self.epsilon)
 
     @property
+    def sigma(self) -> float:
+        """The discrete Gaussian's sigma (Gaussian selection only): the smallest meeting (epsilon, delta/2)."""
+        from dpkit.guarantees import ZCDP, zcdp_to_approx_dp
+
+        k = self.partitions_per_unit
+
+        def ok(sigma: float) -> bool:
+            return float(zcdp_to_approx_dp(ZCDP(k / (2.0 * sigma * sigma)), delta=self.delta / 2.0).epsilon) <= self.epsilon
+
+        return _bisect_sigma(ok, math.sqrt(k) * math.sqrt(2.0 * math.log(1.25 / (self.delta / 2.0))) / self.epsilon)
+
+    @property
     def threshold(self) -> int:
-        return selection_threshold(self.mechanism.scale, self.partitions_per_unit, self.delta)[0]
+        return self._threshold()[0]
 
     @property
     def delta_spent(self) -> float:
-        return selection_threshold(self.mechanism.scale, self.partitions_per_unit, self.delta)[1]
+        return self._threshold()[1]
+
+    def _threshold(self) -> tuple[int, float]:
+        if self.noise == "gaussian":
+            tau, tail = gaussian_selection_threshold(self.sigma, self.partitions_per_unit, self.delta / 2.0)
+            return tau, self.delta / 2.0 + tail
+        return selection_threshold(self.mechanism.scale, self.partitions_per_unit, self.delta)
+
+    @property
+    def scale(self) -> float:
+        return self.sigma if self.noise == "gaussian" else float(self.mechanism.scale)
+
+
+class _CountGaussian:
+    """Integer counts plus exact discrete Gaussian noise N_Z(0, sigma^2) per coordinate (dpkit.random):
+    the law of each coordinate does not depend on how many counts there are (a private number here)."""
+
+    def __init__(self, sigma: float) -> None:
+        self.sigma = self.scale = sigma
+
+    def release(self, counts: Any, *, rng: Any = None) -> Any:
+        import numpy as np
+
+        from dpkit.random import discrete_gaussian
+
+        c = np.asarray(counts, dtype=float).reshape(-1)
+        noise = discrete_gaussian(self.sigma, size=c.size, rng=rng) if c.size else np.zeros(0)
+        return _Noisy(values=c + np.asarray(noise, dtype=float))
+
+
+@dataclass(frozen=True)
+class _Noisy:
+    values: Any
 
 
 def selection_threshold(t: float, k: int, delta: float) -> tuple[int, float]:
@@ -147,6 +202,34 @@ def selection_threshold(t: float, k: int, delta: float) -> tuple[int, float]:
     return 1 + m, spent(m) * (1.0 + 1e-12)
 
 
+def gaussian_selection_threshold(sigma: float, k: int, delta: float) -> tuple[int, float]:
+    """Smallest tau = 1 + m with k P(N_Z(0, sigma^2) >= m) <= delta; returns (tau, that bound).
+
+    The tail is bounded above in log space: the terms e^{-j^2/(2 sigma^2)} for j >= m shrink by at
+    least e^{-(2m+1)/(2 sigma^2)} each, so sum_{j>=m} <= e^{-m^2/(2 sigma^2)} / (1 - e^{-(2m+1)/(2 sigma^2)}),
+    divided by the normaliser Theta = sum_j e^{-j^2/(2 sigma^2)}.
+
+    >>> gaussian_selection_threshold(3.0, 1, 1e-6)[0] >= 1 + 14
+    True
+    """
+    if not 0.0 < delta < 1.0:
+        raise ValueError(f"partition selection needs a delta share in (0, 1); got {delta}.")
+    from dpkit.distributions._theta import log_theta
+
+    log_norm = log_theta(sigma, 0.0)
+    two_s2 = 2.0 * sigma * sigma
+
+    def log_tail(m: int) -> float:
+        return -(m * m) / two_s2 - log_norm - math.log(-math.expm1(-(2 * m + 1) / two_s2))
+
+    m = max(1, math.floor(sigma * math.sqrt(2.0 * max(math.log(k / delta), 1.0))) - 2)
+    while math.log(k) + log_tail(m) + 1e-12 > math.log(delta):
+        m += 1
+    while m > 1 and math.log(k) + log_tail(m - 1) + 1e-12 <= math.log(delta):
+        m -= 1
+    return 1 + m, math.exp(math.log(k) + log_tail(m)) * (1.0 + 1e-12)
+
+
 def gaussian_for_vector(l2: float, epsilon: float, delta: float, dimension: int) -> Gaussian:
     """The grid-safe Gaussian for a ``dimension``-vector with l2 sensitivity ``l2`` meeting (epsilon, delta).
 
@@ -167,12 +250,19 @@ def gaussian_for_vector(l2: float, epsilon: float, delta: float, dimension: int)
 
 @dataclass(frozen=True)
 class Split:
-    """How one query's budget is divided: per output aggregate, per primitive, and for selection."""
+    """How one query's budget is divided: per output aggregate, per primitive, for selection and for the
+    bounding report (four unit counts of l1 sensitivity 4, geometric noise: ``report_epsilon``)."""
 
     epsilon: float
     delta: float
     measurements: tuple[Measurement, ...]
     selection: Selection | None
+    report_epsilon: float = 0.0
+
+    @property
+    def report(self) -> Geometric | None:
+        """The mechanism of the bounding report (each of its four counts moves by at most 1)."""
+        return Geometric(sensitivity=4, epsilon=self.report_epsilon) if self.report_epsilon > 0 else None
 
     def shares(self) -> dict[str, tuple[float, float]]:
         """Output name (and "partition_selection") -> (epsilon, delta) it receives."""
@@ -182,4 +272,6 @@ class Split:
             out[m.aggregate] = (e + m.epsilon, d + m.delta)
         if self.selection is not None:
             out["partition_selection"] = (self.selection.epsilon, self.selection.delta)
+        if self.report_epsilon > 0:
+            out["bounding_report"] = (self.report_epsilon, 0.0)
         return out

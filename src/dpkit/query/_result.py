@@ -26,7 +26,7 @@ from dpkit.random import is_insecure
 if TYPE_CHECKING:
     from dpkit.query.session import QueryPlan
 
-__all__ = ["QueryResult", "finish_aggregates"]
+__all__ = ["QueryResult", "finish_aggregates", "format_guarantee"]
 
 
 def _frozen(value: Any) -> Any:
@@ -66,10 +66,11 @@ class QueryResult:
     timings: Any = field(default_factory=dict)
     engine: str = ""
     key_columns: Any = ()  # output columns that are (functions of) released keys: no interval
+    bounding: Any = None   # the bounding report (DP counts of the units that bounding touched), or a note
 
     def __post_init__(self) -> None:
         for name in ("columns", "rows", "intervals", "scales", "split", "selection", "details", "timings",
-                     "key_columns"):
+                     "key_columns", "bounding"):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, _frozen(value))
@@ -107,10 +108,49 @@ class QueryResult:
                 else:
                     cells.append(f"{_fmt(v)} [{_fmt(lo)}, {_fmt(hi)}]")
             body.append(cells)
-        table = render(headers, body) if body else "(no partitions released)"
+        if body:
+            table = render(headers, body)
+        elif self.selection is not None:
+            table = (f"(no partitions released: no group's noisy count of units reached the selection threshold of "
+                     f"{self.selection['threshold']} units; groups need more units, or more epsilon for selection)")
+        else:
+            table = "(no partitions released)"
         warn = "\nINSECURE seeded generator: NOT private" if self.insecure else ""
         return (f"{table}\n{len(self.rows)} row(s); [lo, hi]: {self.confidence:.0%} interval from the noise, for "
-                f"the bounded data; cost {self.guarantee}{warn}")
+                f"the bounded data; cost {format_guarantee(self.guarantee)}{self._bounding_line()}{warn}")
+
+    def _bounding_line(self) -> str:
+        b = self.bounding
+        if not b:
+            return ""
+        if not b.get("released"):
+            return "\nbounding not measured (bounding_report=False): intervals cover the bounded data only"
+        clamped = f", {b['units_clamped']} had values outside the bounds"
+        return (f"\nbounding (DP counts, +-{b['half_width']:.0f}): ~{b['units']} units; {b['units_over_max_rows']} had "
+                f"more than max_rows={b['max_rows']} rows in a group, {b['units_over_max_partitions']} more than "
+                f"max_partitions={b['max_partitions']} groups{clamped}")
+
+
+def _short(x: float) -> str:
+    text = f"{float(x):.6g}"
+    return text if any(c in text for c in ".einf") else text + ".0"
+
+
+def format_guarantee(g: Any) -> str:
+    """A guarantee with its numbers to 6 significant digits: (2.2, 9.8e-06)-DP, not (2.1999999999999997, ...).
+
+    >>> from dpkit.guarantees import ApproxDP
+    >>> format_guarantee(ApproxDP(epsilon=0.1 + 2.1, delta=1e-5 - 2e-7))
+    '(2.2, 9.8e-06)-DP'
+    """
+    eps, delta, rho = getattr(g, "epsilon", None), getattr(g, "delta", None), getattr(g, "rho", None)
+    if eps is not None and delta is not None:
+        return f"({_short(eps)}, {_short(delta)})-DP"
+    if eps is not None:
+        return f"{_short(eps)}-DP"
+    if rho is not None:
+        return f"{_short(rho)}-zCDP"
+    return str(g)
 
 
 def _fmt(x: Any) -> str:
@@ -144,7 +184,7 @@ def _div_interval(a_lo: np.ndarray, a_hi: np.ndarray, c_lo: np.ndarray, c_hi: np
 
 def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[int, list[tuple[Any, ...]]], *,
                       confidence: float, rng: Any, distincts: dict[int, list[tuple[Any, ...]]] | None = None,
-                      nonnegative: bool = True) -> QueryResult:
+                      nonnegative: bool = True, report: tuple[Any, ...] | None = None) -> QueryResult:
     spec, compiled, split = plan.spec, plan.compiled, plan.split
     nk = compiled.key_count
     # keyed by the canonical total-order key of the group (hashable and equal exactly when the engine's
@@ -178,8 +218,9 @@ def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[i
             partitions = [labels[k] for k, n in zip(candidates, noisy) if n >= tau]
         else:
             partitions = []
-        selection_info = {"threshold": tau, "epsilon": sel.epsilon, "delta": sel.delta_spent,
-                          "noise_scale": sel.mechanism.scale, "candidates_considered": "not released"}
+        selection_info = {"threshold": tau, "epsilon": sel.epsilon, "delta": sel.delta_spent, "noise": sel.noise,
+                          "noise_scale": sel.scale, "released": len(partitions),
+                          "candidates_considered": "not released"}
     g = len(partitions)
     zero = dict.fromkeys([*compiled.columns, *distinct_columns], 0.0)
     data = [by_key.get(_sort_key(k), zero) for k in partitions]
@@ -253,6 +294,7 @@ def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[i
         intervals[agg.name] = (lo, hi)
 
     details: dict[str, Any] = {}
+    bounding = _bounding(plan, report, rng, confidence)
     temporal = {a.name: plan.values[a.name].temporal for a in spec.aggregates
                 if a.name in plan.values and plan.values[a.name].temporal}
     if needs_post(spec):
@@ -282,7 +324,8 @@ def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[i
     return QueryResult(
         columns=columns, rows=out_rows, intervals=out_intervals,
         scales=scales, guarantee=plan.guarantee, split=split.shares(), confidence=confidence,
-        insecure=insecure, plan=plan, selection=selection_info, details=details, key_columns=key_columns)
+        insecure=insecure, plan=plan, selection=selection_info, details=details, key_columns=key_columns,
+        bounding=bounding)
 
 
 def _sign(agg: Any, plan: QueryPlan) -> int:
@@ -294,6 +337,25 @@ def _sign(agg: Any, plan: QueryPlan) -> int:
     if agg.kind == "sum" and v is not None and v.lo is not None and v.hi is not None:
         return 1 if v.lo >= 0 else -1 if v.hi <= 0 else 0
     return 0
+
+
+def _bounding(plan: QueryPlan, report: tuple[Any, ...] | None, rng: Any, confidence: float) -> dict[str, Any]:
+    """The bounding report, released with its share of the budget, or the note that there is none."""
+    mech = plan.split.report
+    if mech is None or report is None:
+        return {"released": False, "note": "bounding_report=False: intervals cover the bounded data only (clamped "
+                                           "values, at most max_rows rows a group, max_partitions groups a unit); "
+                                           "how much bounding cut is not measured."}
+    exact = np.array([0.0 if x is None else float(x) for x in report], dtype=float)
+    rel = mech.release(exact, rng=rng, confidence=1.0 - (1.0 - confidence) / 4.0)
+    lo, hi = rel.interval
+    names = ("units", "units_over_max_partitions", "units_over_max_rows", "units_clamped")
+    return {"released": True, "epsilon": plan.split.report_epsilon, "noise_scale": float(mech.scale),
+            "max_partitions": plan.max_partitions, "max_rows": plan.max_rows,
+            **{n: max(0, int(v)) for n, v in zip(names, rel.values)},
+            "half_width": float(hi[0] - rel.values[0]),
+            "note": "DP counts of units (each within +-half_width at the stated confidence): how many units bounding "
+                    "touched; the intervals cover the bounded data."}
 
 
 _EPOCH_DATE = datetime.date(1970, 1, 1)

@@ -67,6 +67,7 @@ __all__ = ["DataDependentFailure", "QueryPlan", "Session"]
 class DataDependentFailure(DpkitError):
     """The engine failed after reading the data; the query's budget was spent (the failure may depend on it)."""
 
+REPORT_SHARE = 0.05  # the bounding report's default share of a query's epsilon
 _BOUNDS_HINT = "pass bounds={{{name!r}: (lo, hi)}} (command line: --bounds {name}=LO:HI)"
 
 
@@ -103,8 +104,10 @@ class QueryPlan:
             lines.append("clamping: " + ", ".join(f"{k} in [{lo:g}, {hi:g}]" for k, (lo, hi) in self.bounds.items()))
         if self.spec.keys:
             lines.append(f"partitions: {len(self.public_keys)} public keys" if self.public_keys is not None else
-                         f"partitions: private selection, threshold {self.split.selection.threshold} units "
-                         f"(epsilon {self.split.selection.epsilon:g}, delta {self.split.selection.delta_spent:.3g})")
+                         f"partitions: private selection ({self.split.selection.noise} noise of scale "
+                         f"{self.split.selection.scale:.4g}), released where the noisy count of units reaches "
+                         f"{self.split.selection.threshold} (epsilon {self.split.selection.epsilon:g}, "
+                         f"delta {self.split.selection.delta_spent:.3g})")
         lines.append("budget split:")
         for name, (e, d) in self.split.shares().items():
             lines.append(f"  {name}: epsilon {e:.6g}" + (f", delta {d:.3g}" if d else ""))
@@ -260,7 +263,8 @@ class Session:
              bounds: dict[str, tuple[float, float]] | None = None, max_partitions: int | None = None,
              max_rows: int | None = None,
              keys: Any = None, noise: str = "laplace", split: dict[str, float] | None = None,
-             quantile_buckets: int = 1024, dialect: str = "duckdb", partition_order: str = "hash") -> QueryPlan:
+             quantile_buckets: int = 1024, dialect: str = "duckdb", partition_order: str = "hash",
+             selection: str | None = None, bounding_report: bool = True) -> QueryPlan:
         """Validate a query and decide its bounding, split and cost, without reading data or spending.
 
         Parameters are those of :meth:`sql`.
@@ -272,6 +276,9 @@ class Session:
         buckets = _check_int("quantile_buckets", quantile_buckets)
         if noise not in ("laplace", "gaussian"):
             raise ValueError(f"noise must be 'laplace' or 'gaussian'; got {noise!r}.")
+        selection = noise if selection is None else selection
+        if selection not in ("laplace", "gaussian"):
+            raise ValueError(f"selection must be 'laplace' or 'gaussian'; got {selection!r}.")
         if partition_order not in ("hash", "md5"):
             raise ValueError(f"partition_order must be 'hash' or 'md5'; got {partition_order!r}.")
         public_columns = {name: list(schema) for name, (_, schema) in self._public.items()}
@@ -307,12 +314,13 @@ class Session:
                     "doubles differently (1e-05 vs 1.0E-5), so they would keep different partitions. Use "
                     "partition_order='hash', or group by a rounded, integer, decimal or text form of the key.")
         k_eff = 1 if not spec.keys else (min(k_max, len(public)) if public is not None else k_max)
-        plan_split = self._split(spec, values, eps, dl, k_eff, l_max, noise, split, public is None and bool(spec.keys))
+        plan_split = self._split(spec, values, eps, dl, k_eff, l_max, noise, split, public is None and bool(spec.keys),
+                                 selection, bool(bounding_report))
         salt = secrets.token_hex(16)
         compiled = compile_query(spec, privacy_unit=self.privacy_unit, values=values, max_partitions=k_max,
                                  max_rows=l_max, public_keys=public, salt=salt, buckets=buckets,
                                  partition_order=partition_order, relation=self._backend.relation,
-                                 public=self._relations())
+                                 public=self._relations(), report=bool(bounding_report))
         self._bind(compiled)
         total_delta = math.fsum(m.delta for m in plan_split.measurements)
         if plan_split.selection is not None:
@@ -448,6 +456,27 @@ class Session:
         if not spec.keys:
             raise ValueError("keys were given but the query has no GROUP BY.")
         names = [k.name for k in spec.keys]
+        if isinstance(keys, str):
+            if keys not in self._public:
+                raise TypeError(f"keys={keys!r} is a string: give a dict {{key: [values]}}, a list of key tuples, a "
+                                f"dataframe, or the name of a public table ({sorted(self._public)}); for one key "
+                                f"value write keys={{{names[0]!r}: [{keys!r}]}}.")
+            relation, schema = self._public[keys]
+            missing = [n for n in names if n not in schema]
+            if missing:
+                raise ValueError(f"the public table {keys!r} has no column {missing} for the group keys {names}.")
+            cols = ", ".join(exp_column(n) for n in names)
+            keys = self._backend.fetch(engine_sql(f"SELECT DISTINCT {cols} FROM {relation}", self._backend.dialect))
+        elif type(keys).__module__.split(".")[0] in ("pandas", "polars", "pyarrow"):
+            columns = list(getattr(keys, "columns", None) or getattr(keys, "column_names", []))
+            missing = [n for n in names if n not in columns]
+            if missing:
+                raise ValueError(f"the keys dataframe has no column {missing} for the group keys {names}.")
+            import pyarrow as pa
+
+            table = keys if isinstance(keys, pa.Table) else pa.table(keys.to_arrow() if hasattr(keys, "to_arrow")
+                                                                     else pa.Table.from_pandas(keys, preserve_index=False))
+            keys = list(zip(*(table.column(n).to_pylist() for n in names)))
         if isinstance(keys, dict):
             extra = [k for k in keys if k not in names and k not in {key.expr for key in spec.keys}]
             if extra:
@@ -458,9 +487,15 @@ class Session:
                 if vals is None:
                     raise ValueError(f"no public keys given for the group key {key.name!r}; give all of {names} "
                                      "or none (then partitions are selected privately).")
+                if isinstance(vals, (str, bytes)):
+                    raise TypeError(f"the public keys of {key.name!r} must be a list of values; got the string "
+                                    f"{vals!r} (write [{vals!r}] for one value).")
                 lists.append(list(vals))
             rows = [tuple(r) for r in itertools.product(*lists)]
         else:
+            if isinstance(keys, (str, bytes)) or not hasattr(keys, "__iter__"):
+                raise TypeError(f"keys must be a dict, a list of key tuples, a dataframe or a public table's name; "
+                                f"got {type(keys).__name__}.")
             rows = [tuple(r) if isinstance(r, (tuple, list)) else (r,) for r in keys]
             if any(len(r) != len(names) for r in rows):
                 raise ValueError(f"each public key must have {len(names)} values ({names}).")
@@ -481,10 +516,15 @@ class Session:
 
     @staticmethod
     def _split(spec: QuerySpec, values: dict[str, ValueColumn], eps: float, dl: float, k: int, l_max: int,
-               noise: str, weights: dict[str, float] | None, select: bool) -> Split:
-        parts = [a.name for a in spec.aggregates] + (["partition_selection"] if select else [])
-        if weights is None:
-            w = {p: 1.0 / len(parts) for p in parts}
+               noise: str, weights: dict[str, float] | None, select: bool, selection: str = "laplace",
+               report: bool = False) -> Split:
+        parts = ([a.name for a in spec.aggregates] + (["partition_selection"] if select else [])
+                 + (["bounding_report"] if report else []))
+        if weights is None:  # equal shares; the bounding report takes a fixed 5%
+            rest = [p for p in parts if p != "bounding_report"]
+            w = {p: (1.0 - REPORT_SHARE * report) / len(rest) for p in rest}
+            if report:
+                w["bounding_report"] = REPORT_SHARE
         else:
             unknown = [p for p in weights if p not in parts]
             missing = [p for p in parts if p not in weights]
@@ -534,9 +574,10 @@ class Session:
                 if bound == 0:
                     raise ValueError(f"{agg.name}: the clamping bounds give sensitivity 0; widen them.")
                 measurements.append(Measurement(agg.name, p, column, float(bound), k, e_each, d_each, kind))
-        selection = (Selection(eps * w["partition_selection"] * (1.0 - 1e-12),
-                               d_share["partition_selection"] * (1.0 - 1e-12), k) if select else None)
-        return Split(epsilon=eps, delta=dl, measurements=tuple(measurements), selection=selection)
+        chosen = (Selection(eps * w["partition_selection"] * (1.0 - 1e-12),
+                            d_share["partition_selection"] * (1.0 - 1e-12), k, noise=selection) if select else None)
+        return Split(epsilon=eps, delta=dl, measurements=tuple(measurements), selection=chosen,
+                     report_epsilon=eps * w["bounding_report"] * (1.0 - 1e-12) if report else 0.0)
 
     # ------------------------------------------------------------------ running
     def sql(self, query: str | QuerySpec, *, epsilon: float, delta: float = 0.0,
@@ -544,7 +585,8 @@ class Session:
             max_rows: int | None = None,
             keys: Any = None, noise: str = "laplace", split: dict[str, float] | None = None,
             quantile_buckets: int = 1024, confidence: float = 0.95, rng: np.random.Generator | None = None,
-            dialect: str = "duckdb", partition_order: str = "hash",
+            dialect: str = "duckdb", partition_order: str = "hash", selection: str | None = None,
+            bounding_report: bool = True,
             progress: Callable[[str], None] | None = None, debug_timings: bool = False,
             nonnegative: bool = True) -> QueryResult:
         """Answer one aggregate query with differential privacy, recording its cost first.
@@ -572,6 +614,14 @@ class Session:
             Public partition keys: {key: [values]} (their cross product) or a list of tuples.
             Without them GROUP BY keys are selected privately (needs delta).
         noise : "laplace" or "gaussian"
+        bounding_report : bool, default True
+            Spend a fixed 5% of epsilon (``split`` key "bounding_report") on DP counts of the units that
+            bounding touched: all units, those with more than ``max_partitions`` groups, those with more
+            than ``max_rows`` rows in a group, those with a value outside the clamping bounds.  With False
+            the result says that its intervals cover the bounded data only.
+        selection : "laplace" or "gaussian", optional
+            The noise of private partition selection (default: that of ``noise``).  Gaussian noise for
+            counts of units has a threshold that grows with sqrt(max_partitions) instead of max_partitions.
         split : dict, optional
             Shares of the budget by output name (and "partition_selection"), summing to 1; equal
             by default.  ``plan(...)`` shows the split before anything runs.
@@ -612,7 +662,8 @@ class Session:
         t0 = time.perf_counter()
         plan = self.plan(query, epsilon=epsilon, delta=delta, bounds=bounds, max_partitions=max_partitions,
                          max_rows=max_rows, keys=keys, noise=noise, split=split,
-                         quantile_buckets=quantile_buckets, dialect=dialect, partition_order=partition_order)
+                         quantile_buckets=quantile_buckets, dialect=dialect, partition_order=partition_order,
+                         selection=selection, bounding_report=bounding_report)
         if not 0.0 < confidence < 1.0:
             raise ValueError(f"confidence must be in (0, 1); got {confidence!r}.")
         if rng is not None and not isinstance(rng, np.random.Generator):
@@ -633,6 +684,8 @@ class Session:
                      for i in plan.compiled.histograms}
             distincts = {i: self._backend.fetch(plan.compiled.distinct_sql(i, self._backend.dialect))
                          for i in plan.compiled.distincts}
+            report = (self._backend.fetch(plan.compiled.report_sql(self._backend.dialect))[0]
+                      if plan.compiled.report is not None else None)
         except Exception:  # noqa: BLE001 - any engine failure after reading data is charged and says nothing
             failed = True
         if failed:  # raised outside the handler, so the engine's exception is not even its __context__
@@ -644,7 +697,7 @@ class Session:
         say("adding noise")
         try:
             result = finish_aggregates(plan, raw, hists, confidence=confidence, rng=rng, distincts=distincts,
-                                       nonnegative=nonnegative)
+                                       nonnegative=nonnegative, report=report)
         except Exception:  # noqa: BLE001 - post-processing is total (tests/adversarial); never a message of data
             failed = True
         if failed:
