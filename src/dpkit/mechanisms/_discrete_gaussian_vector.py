@@ -25,7 +25,8 @@ swaps its two laws), so one direction suffices.
 *Which shifts.*  The law of S does not change when entries of v change sign or are permuted (the
 :math:`k_i` are i.i.d. and symmetric), so each shift is represented by its nonincreasing tuple of
 nonzero magnitudes.  Appending a coordinate cannot lower the hockey-stick divergence (the shorter
-shift's pair is the marginal of the longer one's, data processing), so only *maximal* tuples are
+shift's pair is the marginal of the longer one's, and the hockey-stick divergence, an f-divergence,
+cannot grow under post-processing), so only *maximal* tuples are
 needed: those with d entries, or with :math:`\sum w_i^2 = N`, where :math:`N = \lfloor\Delta^2\rfloor`
 is the largest squared norm of an integer shift (computed exactly, and rounded *up* where
 :math:`\Delta^2` lies within a relative :math:`2^{-40}` below an integer, so
@@ -49,20 +50,21 @@ Algorithms*, 2nd ed., §3.1, :math:`\gamma_n`).  The result is an upper bound on
 
 *When that is too costly* (more than ``MAX_CLASSES`` classes, or convolutions beyond
 ``MAX_WORK`` multiply-adds or ``MAX_SUPPORT`` values of S for some class), the profile is the one
-implied by zCDP:
-:math:`\rho = N/(2\sigma^2)` (each coordinate's Rényi divergence is at most
-:math:`\alpha w_i^2/(2\sigma^2)`, CKS 2020, Prop 5 / Thm 14, and Rényi divergences of independent
-coordinates add, van Erven & Harremoës 2014, Thm 28), converted with CKS 2020, Cor 13.  That is
-always a valid upper bound, and the profile reported is the smaller of it and the exact maximum
-where both are available (both are upper bounds on the true worst case).
+implied by zCDP, :math:`\rho = N/(2\sigma^2)`: each coordinate's Rényi divergence is at most
+:math:`\alpha w_i^2/(2\sigma^2)` (the one-dimensional bound behind CKS 2020's zCDP theorem, cited in
+dpkit as Thm 14; it holds because the theta function is largest at integer arguments), and Rényi
+divergences of independent coordinates add (Mironov 2017, Prop 1); it is converted with CKS 2020,
+Cor 13.  That is always a valid upper bound, and the profile reported is the smaller of it and the
+exact maximum where both are available (both are upper bounds on the true worst case).
 
 References
 ----------
 Canonne, Kamath, Steinke 2020, "The Discrete Gaussian for Differential Privacy", arXiv
-2004.00010v5: Thm 7 (one-dimensional profile), Prop 5 and Thm 14 (Rényi / zCDP), Cor 13
-(zCDP to (ε, δ)).  Van Erven & Harremoës 2014, "Rényi divergence and Kullback-Leibler
-divergence", IEEE Trans. Inf. Theory 60(7), Thm 28 (additivity).  Balle, Barthe, Gaboardi 2018,
-arXiv 1807.01647, Thm 1 (hockey-stick divergence and post-processing).
+2004.00010v5: Thm 7 (one-dimensional profile, the cross-check of the one-entry classes), Thm 14
+(zCDP), Cor 13 (zCDP to (ε, δ)); their multivariate (ε, δ) statements are not used here.  Mironov
+2017, "Rényi Differential Privacy", arXiv 1702.07476v3, Prop 1 (Rényi divergences add under
+composition).  Dwork & Roth 2014, Prop 2.1 (post-processing).  The brute-force check over every
+integer shift is ``tests/mechanisms/test_discrete_gaussian_vector.py``.
 """
 
 from __future__ import annotations
