@@ -47,8 +47,8 @@ def build(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     if args.mechanism == "geometric":
         return Geometric(sensitivity=args.sensitivity, epsilon=args.epsilon, scale=args.scale)
     if args.scale is not None:
-        return DiscreteGaussianMechanism(sensitivity=args.sensitivity, sigma=args.scale)
-    return DiscreteGaussianMechanism(sensitivity=args.sensitivity, epsilon=args.epsilon, delta=args.delta)
+        return DiscreteGaussianMechanism(sensitivity=args.sensitivity, sigma=args.scale, dimension=n)
+    return DiscreteGaussianMechanism(sensitivity=args.sensitivity, epsilon=args.epsilon, delta=args.delta, dimension=n)
 
 
 def run(args: argparse.Namespace) -> int:

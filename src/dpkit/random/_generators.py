@@ -43,6 +43,7 @@ back to an insecure generator.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 import secrets
@@ -79,32 +80,204 @@ def _randomgen() -> Any:
         ) from exc
 
 
-def _new_bit_generator(cipher: str) -> np.random.BitGenerator:
+_SALT = secrets.token_bytes(16)  # keys the fingerprints below, so none of them names a key offline
+_getpid = os.getpid
+_get = object.__getattribute__
+_set = object.__setattr__
+
+
+def _refuse(what: str) -> NoReturn:
+    raise TypeError(
+        f"{what} is refused on dpkit's secure generators: seeding, reading or setting the state, "
+        "copying, pickling, jumping, advancing or re-initialising would repeat the noise stream or "
+        "expose its key. For reproducible tests use dpkit.random.insecure_seeded(seed) (not private); "
+        "for independent streams use secure_rng() or SecureGenerator.spawn()."
+    )
+
+
+#: Attributes of randomgen's bit generators that seed, read or set the state, copy or move the
+#: stream, or hand out raw pointers to the state (ctypes/cffi).  ``capsule`` and ``lock`` stay:
+#: NumPy's Generator needs them to draw.
+_REFUSED_BIT_GENERATOR = frozenset({
+    "seed", "state", "jumped", "advance", "spawn", "ctypes", "cffi", "_ctypes", "_cffi",
+    "_seed_from_seq", "_seed_from_seq_numpy_compat", "_seed_with_seed_sequence", "_configure_from_state",
+    "__getstate__", "__setstate__", "__setstate_cython__", "__reduce__", "__reduce_ex__", "__reduce_cython__",
+    "__init__",
+})
+#: The same for NumPy's Generator (``__init__`` would re-bind it to another bit generator).
+_REFUSED_GENERATOR = frozenset({
+    "__getstate__", "__setstate__", "__reduce__", "__reduce_ex__", "__init__",
+})
+
+
+def _fingerprint_and_position(parent: type, bit_generator: object) -> tuple[bytes, int]:
+    """A keyed hash of the key and the stream position (32-bit words or bytes drawn), read from C.
+
+    Read through the *parent* class's ``state`` descriptor: the subclass refuses ``state`` to callers.
+    """
+    state = parent.state.__get__(bit_generator)  # type: ignore[attr-defined]
+    if "keysetup" in state.get("state", {}):  # ChaCha: key words, and a counter of 32-bit words
+        inner = state["state"]
+        key = np.asarray(inner["keysetup"]).tobytes() + int(inner["rounds"]).to_bytes(2, "little")
+        ctr = [int(w) for w in inner["ctr"]]
+        position = ctr[0] | (ctr[1] << 64)
+    else:  # AESCounter: the key schedule; four 128-bit block counters and a byte offset in the buffer
+        inner = state["s"]
+        key = np.asarray(inner["seed"]).tobytes()
+        ctr = [int(w) for w in inner["counter"]]
+        position = (16 * (ctr[0] | (ctr[1] << 64)) + int(inner["offset"]) - 64) % (1 << 136)
+    return hashlib.blake2b(key, digest_size=16, key=_SALT).digest(), position
+
+
+class _KeyedBitGenerator:
+    """What dpkit's two keyed bit generators share: refusals, fork detection, self-checks.
+
+    A subclass of randomgen's ChaCha / AESCounter keyed from the operating system when made and
+    never again by a caller: every attribute that would seed it, read or set its state (which holds
+    the key), copy, pickle, jump or advance it, re-initialise it or hand out raw pointers to its state
+    (``ctypes``/``cffi``) raises TypeError, and so does setting any attribute.  It records the
+    process id that keyed it and re-keys itself from the operating system when it is used in another
+    process (a child made by any ``fork()``, including a raw one that runs no Python at-fork hook).
+    """
+
+    _parent: type
+    _nbytes: int
+
+    def _keyed_init(self, **options: Any) -> None:
+        if self in _KEYED:
+            _refuse("__init__")
+        key = int.from_bytes(secrets.token_bytes(self._nbytes), "little")
+        self._parent.__init__(self, key=key, **options)  # calls self.seed once: allowed until keyed
+        digest, position = _fingerprint_and_position(self._parent, self)
+        _set(self, "_dpkit_pid", _getpid())
+        _set(self, "_dpkit_seal", [digest, position])
+        _KEYED.add(self)  # type: ignore[arg-type]
+        _LIVE.add(self)  # type: ignore[arg-type]
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in _REFUSED_BIT_GENERATOR and self in _KEYED:
+            _refuse(f"{name!r} of a secure bit generator")
+        if _getpid() != _get(self, "__dict__").get("_dpkit_pid", _getpid()):
+            _get(self, "_rekey")()
+        return _get(self, name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        _refuse(f"setting {name!r} of a secure bit generator")
+
+    def __delattr__(self, name: str) -> None:
+        _refuse(f"deleting {name!r} of a secure bit generator")
+
+    def __reduce__(self) -> NoReturn:
+        _refuse("pickling or copying a secure bit generator")
+
+    def __reduce_ex__(self, protocol: object) -> NoReturn:
+        _refuse("pickling or copying a secure bit generator")
+
+    def __copy__(self) -> NoReturn:
+        _refuse("copying a secure bit generator")
+
+    def __deepcopy__(self, memo: object) -> NoReturn:
+        _refuse("copying a secure bit generator")
+
+    def _rekey(self) -> None:
+        """Take the whole state (key, counter, buffer) of a fresh generator keyed from the OS."""
+        parent = _get(self, "_parent")
+        fresh = parent(key=int.from_bytes(secrets.token_bytes(_get(self, "_nbytes")), "little"),
+                       **_get(self, "_options"))
+        state = parent.state.__get__(fresh)
+        state["bit_generator"] = type(self).__name__  # randomgen checks the class name it was read from
+        parent.state.__set__(self, state)
+        digest, position = _fingerprint_and_position(parent, self)
+        _set(self, "_dpkit_seal", [digest, position])
+        _set(self, "_dpkit_pid", _getpid())
+
+    def _intact(self) -> bool:
+        """Whether the key is the one dpkit drew and the stream never moved backwards since last seen."""
+        if self in _TAMPERED:
+            return False
+        seal = _get(self, "_dpkit_seal")
+        digest, position = _fingerprint_and_position(_get(self, "_parent"), self)
+        if digest != seal[0] or position < seal[1]:
+            _TAMPERED.add(self)  # type: ignore[arg-type]
+            return False
+        seal[1] = position
+        return True
+
+
+def _make_keyed_classes() -> dict[str, type]:
     rg = _randomgen()
-    if cipher == "chacha20":
-        key = int.from_bytes(secrets.token_bytes(32), "little")
-        bit_generator: np.random.BitGenerator = rg.ChaCha(key=key, rounds=20)
-        return bit_generator
-    key = int.from_bytes(secrets.token_bytes(16), "little")
-    bit_generator = rg.AESCounter(key=key)
-    if not getattr(bit_generator, "use_aesni", False):
+
+    class SecureChaCha(_KeyedBitGenerator, rg.ChaCha):  # type: ignore[misc,name-defined]
+        """randomgen's ChaCha20 (20 rounds), keyed from the OS; unseedable (see _KeyedBitGenerator)."""
+
+        _parent = rg.ChaCha
+        _nbytes = 32
+        _options = {"rounds": 20}
+
+        def __init__(self) -> None:
+            self._keyed_init(rounds=20)
+
+        @property
+        def state(self) -> NoReturn:  # type: ignore[override]
+            _refuse("reading the state of a secure bit generator")
+
+        @state.setter
+        def state(self, value: object) -> NoReturn:
+            _refuse("setting the state of a secure bit generator")
+
+    class SecureAESCounter(_KeyedBitGenerator, rg.AESCounter):  # type: ignore[misc,name-defined]
+        """randomgen's AES-128 in counter mode (AES-NI only), keyed from the OS; unseedable."""
+
+        _parent = rg.AESCounter
+        _nbytes = 16
+        _options: dict[str, Any] = {}
+
+        def __init__(self) -> None:
+            self._keyed_init()
+
+        @property
+        def state(self) -> NoReturn:  # type: ignore[override]
+            _refuse("reading the state of a secure bit generator")
+
+        @state.setter
+        def state(self, value: object) -> NoReturn:
+            _refuse("setting the state of a secure bit generator")
+
+    return {"chacha20": SecureChaCha, "aes128": SecureAESCounter}
+
+
+_KEYED_CLASSES: dict[str, type] = {}
+
+
+def _new_bit_generator(cipher: str) -> np.random.BitGenerator:
+    if not _KEYED_CLASSES:
+        _KEYED_CLASSES.update(_make_keyed_classes())
+    if cipher == "aes128" and not getattr(_randomgen().AESCounter(key=0), "use_aesni", False):
         raise ValueError(
             "cipher='aes128' needs a CPU with AES-NI (randomgen would use table-based software "
             "AES, which leaks its key through cache timing); use cipher='chacha20'."
         )
+    bit_generator: np.random.BitGenerator = _KEYED_CLASSES[cipher]()
     return bit_generator
 
 
-_LIVE: weakref.WeakSet[SecureGenerator] = weakref.WeakSet()
+#: Bit generators dpkit keyed from the OS; those later found with another key or rewound; all live ones.
+_KEYED: weakref.WeakSet[Any] = weakref.WeakSet()
+_TAMPERED: weakref.WeakSet[Any] = weakref.WeakSet()
+_LIVE: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 class SecureGenerator(np.random.Generator):
     """A :class:`numpy.random.Generator` keyed from the operating system; see :func:`secure_rng`.
 
     Every instance draws its own key from the operating system when it is made (there is no way
-    to give it a key or a seed), so :func:`is_insecure` can trust the class.  It cannot be pickled
-    or copied, :meth:`spawn` gives freshly keyed generators, and it is re-keyed in a child process
-    after ``os.fork``.
+    to give it a key or a seed), so :func:`is_insecure` can trust the class.  Neither it nor its
+    ``bit_generator`` can be seeded, re-initialised, pickled, copied, jumped or advanced, or have its
+    state read or set (the state holds the key); each refusal raises :class:`TypeError`.
+    :meth:`spawn` gives freshly keyed generators.  It re-keys itself from the operating system when
+    first used in a new process, whatever made the process (``os.fork``, a raw ``fork()`` through
+    ctypes, ``multiprocessing``), because every use checks the process id (about 0.3 microseconds
+    per method call, nothing per draw).
 
     Parameters
     ----------
@@ -113,44 +286,67 @@ class SecureGenerator(np.random.Generator):
     """
 
     def __init__(self, *, cipher: Cipher = "chacha20") -> None:
+        if "_pid" in _get(self, "__dict__"):
+            _refuse("re-initialising a SecureGenerator")
         if cipher not in _CIPHERS:
             raise ValueError(f"cipher must be one of {_CIPHERS}; got {cipher!r}.")
-        super().__init__(_new_bit_generator(cipher))
-        self._cipher: Cipher = cipher
-        _LIVE.add(self)
+        np.random.Generator.__init__(self, _new_bit_generator(cipher))
+        _set(self, "_cipher", cipher)
+        _set(self, "_pid", _getpid())
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in _REFUSED_GENERATOR and "_pid" in _get(self, "__dict__"):
+            _refuse(f"{name!r} of a SecureGenerator")
+        if _getpid() != _get(self, "__dict__").get("_pid", _getpid()):
+            _get(self, "_after_fork")()
+        return _get(self, name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        _refuse(f"setting {name!r} of a SecureGenerator")
+
+    def __delattr__(self, name: str) -> None:
+        _refuse(f"deleting {name!r} of a SecureGenerator")
+
+    def _after_fork(self) -> None:
+        bit_generator = np.random.Generator.bit_generator.__get__(self)
+        if isinstance(bit_generator, _KeyedBitGenerator) and _get(bit_generator, "_dpkit_pid") != _getpid():
+            _get(bit_generator, "_rekey")()
+        _set(self, "_pid", _getpid())
 
     @property
     def cipher(self) -> Cipher:
         """The stream cipher behind this generator: ``"chacha20"`` or ``"aes128"``."""
-        return self._cipher
+        cipher: Cipher = _get(self, "_cipher")
+        return cipher
 
     def spawn(self, n_children: int) -> list[SecureGenerator]:  # type: ignore[override]
         """Return ``n_children`` new generators, each keyed afresh from the operating system."""
-        return [SecureGenerator(cipher=self._cipher) for _ in range(n_children)]
+        return [SecureGenerator(cipher=self.cipher) for _ in range(n_children)]
 
     def _rekey(self) -> None:
-        # Copy the whole state of a freshly keyed bit generator (key, counter and output buffer).
-        self.bit_generator.state = _new_bit_generator(self._cipher).state
+        bit_generator = np.random.Generator.bit_generator.__get__(self)
+        if isinstance(bit_generator, _KeyedBitGenerator):
+            _get(bit_generator, "_rekey")()
 
     def __repr__(self) -> str:
-        return f"SecureGenerator({self._cipher}, key from the operating system)"
+        return f"SecureGenerator({self.cipher}, key from the operating system)"
 
     def __reduce__(self) -> NoReturn:
-        raise TypeError(
-            "a SecureGenerator cannot be pickled or copied: the copy would repeat its noise "
-            "stream. Create one per process or worker with dpkit.random.secure_rng()."
-        )
+        _refuse("pickling or copying a SecureGenerator (the copy would repeat its noise stream)")
+
+    def __reduce_ex__(self, protocol: object) -> NoReturn:
+        _refuse("pickling or copying a SecureGenerator (the copy would repeat its noise stream)")
 
     def __copy__(self) -> NoReturn:
-        self.__reduce__()
+        _refuse("copying a SecureGenerator (the copy would repeat its noise stream)")
 
     def __deepcopy__(self, memo: object) -> NoReturn:
-        self.__reduce__()
+        _refuse("copying a SecureGenerator (the copy would repeat its noise stream)")
 
 
 def _rekey_after_fork() -> None:
-    for generator in list(_LIVE):
-        generator._rekey()
+    for bit_generator in list(_LIVE):
+        _get(bit_generator, "_rekey")()
 
 
 if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
@@ -301,12 +497,30 @@ def is_insecure(rng: object) -> bool:
     """Whether noise drawn from ``rng`` gives no privacy guarantee.
 
     ``False`` only for a :class:`SecureGenerator` (made by :func:`secure_rng` or
-    :func:`default_rng`); ``True`` for an :class:`InsecureGenerator` and for any other generator,
-    whose seeding dpkit cannot vouch for.
+    :func:`default_rng`, exactly that class, not a subclass) whose bit generator is one that dpkit
+    keyed from the operating system, still holds that key, and has never moved backwards in its
+    stream since the previous call.  ``True`` for an :class:`InsecureGenerator`, for any other
+    generator (a plain NumPy ``Generator`` included), whose seeding dpkit cannot vouch for, and for a
+    secure generator that was re-bound to another bit generator (``numpy.random.Generator.__init__``
+    called on it), re-keyed or rewound by a path that bypassed its refusals (such as randomgen's
+    methods called unbound on it): once found, such a generator is reported insecure for good.
+
+    What it cannot see: code that rewinds the stream and replays it exactly up to the position seen
+    at the previous call, or writes the process's memory (ctypes).  Such code can as well replace
+    dpkit's own functions; the release path's guarantees assume the analyst's code calls dpkit's
+    public API.
 
     Examples
     --------
     >>> is_insecure(insecure_seeded(0)), is_insecure(secure_rng())
     (True, False)
     """
-    return not isinstance(rng, SecureGenerator)
+    if type(rng) is not SecureGenerator:
+        return True
+    try:
+        bit_generator = rng.bit_generator  # the process-id check runs here: a forked child re-keys
+        if type(bit_generator) not in _KEYED_CLASSES.values() or bit_generator not in _KEYED:
+            return True
+        return not _get(bit_generator, "_intact")()
+    except Exception:  # anything unexpected about the object: vouch for nothing
+        return True
