@@ -154,7 +154,7 @@ def _frame(with_target: bool) -> pd.DataFrame:
 
 def _session(tmp_path: Path, with_target: bool) -> Session:
     name = "d" if with_target else "d_prime"
-    return Session(_frame(with_target), privacy_unit="uid", ledger=tmp_path / f"{name}.db", budget=PureDP(100.0))
+    return Session(_frame(with_target), max_rows=1, privacy_unit="uid", ledger=tmp_path / f"{name}.db", budget=PureDP(100.0))
 
 
 def _randomgen_parent(bit_generator: object) -> type:
@@ -215,7 +215,7 @@ shared = default_rng()
 parent = next(c for c in type(shared.bit_generator).__mro__ if c.__module__.startswith("randomgen"))
 frame = pd.DataFrame({"uid": list(range(41)), "amount": [10.0] * 41})
 with tempfile.TemporaryDirectory() as d:
-    s = Session(frame, privacy_unit="uid", ledger=d + "/l.db", budget=PureDP(100.0))
+    s = Session(frame, max_rows=1, privacy_unit="uid", ledger=d + "/l.db", budget=PureDP(100.0))
     saved = parent.state.__get__(shared.bit_generator)
     first = s.sql("SELECT SUM(amount) AS total FROM t", epsilon=1.0, bounds={"amount": (0.0, 10.0)})
     parent.state.__set__(shared.bit_generator, saved)
@@ -225,9 +225,6 @@ print(first.rows == replay.rows, first.insecure, replay.insecure)
 """
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="query/_result.py asks is_insecure only of an explicit rng; with rng=None a tampered "
-                          "default generator is not reported (lead's query code)")
 def test_rng_replay_through_the_default_generator_is_reported() -> None:
     """The same replay with rng=None, in a separate process (it spoils that process's default generator)."""
     out = subprocess.run([sys.executable, "-c", _DEFAULT_REPLAY], capture_output=True, text=True, check=True)

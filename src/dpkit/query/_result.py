@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpkit.query._post import needs_post, post_process
-from dpkit.random import is_insecure
+from dpkit.random import default_rng, is_insecure
 
 if TYPE_CHECKING:
     from dpkit.query.session import QueryPlan
@@ -201,7 +201,10 @@ def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[i
             k = _sort_key(tuple(row[:nk]))
             if k in by_key:  # a partition with distinct values has rows in the main statement too
                 by_key[k][f"distinct__{i}"] = float(row[nk] or 0)
-    insecure = rng is not None and is_insecure(rng)
+    # the generator every release below draws from: asked before and after drawing, so that a generator
+    # seeded, rewound or otherwise tampered with (the default one included) is reported as insecure
+    generator = default_rng() if rng is None else rng
+    insecure_before = is_insecure(generator)
     selection_info = None
     if not spec.keys:
         partitions: list[tuple[Any, ...]] = [()]
@@ -295,6 +298,7 @@ def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[i
 
     details: dict[str, Any] = {}
     bounding = _bounding(plan, report, rng, confidence)
+    insecure = insecure_before or is_insecure(generator)
     temporal = {a.name: plan.values[a.name].temporal for a in spec.aggregates
                 if a.name in plan.values and plan.values[a.name].temporal}
     if needs_post(spec):
