@@ -411,7 +411,7 @@ def test_bad_construction():
 @pytest.mark.parametrize("noise", ["gumbel", "exponential"])
 def test_bad_utilities(noise):
     m = ReportNoisyMax(sensitivity=1.0, epsilon=1.0, noise=noise)
-    for bad, match in [([0.0, math.nan], "candidate 1 has utility nan"), ([math.inf, 0.0], "finite"),
+    for bad, match in [([0.0, math.nan], "finite"), ([math.inf, 0.0], "finite"),
                        ([0.0, -math.inf], "finite"), ([], "empty"), ([[0.0, 1.0]], "1-D"), (3.0, "1-D")]:
         with pytest.raises(ValueError, match=match):
             m.release(bad)

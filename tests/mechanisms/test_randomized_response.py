@@ -258,7 +258,7 @@ def test_bad_construction():
 
 def test_bad_values():
     rr = RandomizedResponse(epsilon=1.0, categories=3)
-    for bad, match in [([0, math.nan], "entry 1 is nan"), ([0.5], "integer"), ([-1], "\\[0, 3\\)"),
+    for bad, match in [([0, math.nan], "integer category indices"), ([0.5], "integer"), ([-1], "\\[0, 3\\)"),
                        ([3], "\\[0, 3\\)"), ([], "empty"), ([math.inf], "integer")]:
         with pytest.raises(ValueError, match=match):
             rr.release(bad)

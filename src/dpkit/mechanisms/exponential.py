@@ -94,10 +94,10 @@ def _utilities(utilities: ArrayLike, name: str = "utilities") -> NDArray[np.floa
         raise ValueError(f"{name} has {arr.size} candidates; at most 2**28 are supported.")
     finite = np.isfinite(arr)
     if not np.all(finite):
-        bad = int(np.flatnonzero(~finite)[0])
+        # the message names no candidate and no value: utilities are computed on private data
         raise ValueError(
-            f"{name} must be finite; candidate {bad} has utility {arr[bad]}. NaN and infinities "
-            "are refused, never used: clean or clamp the utilities first."
+            f"{name} must be finite: NaN and infinities are refused, never used; clean or clamp the "
+            "utilities first."
         )
     return arr
 

@@ -276,16 +276,11 @@ class RandomizedResponse(Mechanism):
         if arr.dtype.kind == "f":
             bad = np.flatnonzero(~np.isfinite(flat) | (flat != np.floor(flat)))
             if bad.size:
-                raise ValueError(
-                    f"values must be integer category indices; entry {int(bad[0])} is {flat[bad[0]]}. "
-                    "NaN and non-integers are refused."
-                )
+                # no position and no value in the message: the values are private
+                raise ValueError("values must be integer category indices: NaN and non-integers are refused.")
         outside = np.flatnonzero((flat < 0) | (flat >= self.categories))
         if outside.size:
-            raise ValueError(
-                f"values must be category indices in [0, {self.categories}); entry {int(outside[0])} "
-                f"is {flat[outside[0]]}."
-            )
+            raise ValueError(f"values must be category indices in [0, {self.categories}).")
         return arr.astype(np.int64)
 
     def _respond(self, truth: NDArray[np.int64], rng: np.random.Generator) -> NDArray[np.int64]:
