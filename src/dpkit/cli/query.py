@@ -12,6 +12,7 @@ import json
 import math
 import decimal
 import numbers
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,12 +29,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="answer an aggregate SQL query over a table with differential privacy",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
-            "Answer SELECT keys, COUNT(*), COUNT(DISTINCT <unit>), SUM(x), AVG(x), VAR_POP(x), STDDEV(x), MEDIAN(x),\n"
-            "QUANTILE_CONT(x, q) FROM t [WHERE ...] [GROUP BY ...] [ORDER BY ...] [LIMIT n] over DATA (CSV, Parquet\n"
-            "or JSON) with differential privacy. Each privacy unit's contribution is bounded (--max-partitions,\n"
-            "--max-rows, --bounds), noise is added to the aggregates only, and the cost is recorded in the ledger\n"
-            "before the result is printed. Joins, subqueries, raw rows, MIN/MAX and HAVING are refused with a\n"
-            "reason. NULL or NaN values are dropped before bounding (COUNT(*) still counts the row).\n\n"
+            "Answer SELECT keys, COUNT(*), COUNT(DISTINCT x), SUM(x), AVG(x), VAR_POP(x), STDDEV(x), MEDIAN(x),\n"
+            "QUANTILE_CONT(x, q), MIN(x), MAX(x) [FILTER (WHERE ...)], and expressions of them, FROM t [JOIN a public\n"
+            "table ON its unique key] [WHERE ...] [GROUP BY ...] [HAVING ...] [ORDER BY ...] [LIMIT n] over DATA (CSV,\n"
+            "Parquet or JSON) with differential privacy; FROM may also be a per-unit subquery (SELECT unit, COUNT(*)\n"
+            "AS n FROM t GROUP BY unit). Each privacy unit's contribution is bounded (--max-partitions, --max-rows,\n"
+            "--bounds), noise is added to the aggregates only, and the cost is recorded in the ledger before the\n"
+            "result is printed. Joins with private rows, raw rows and other subqueries are refused with a reason.\n"
+            "NULL or NaN values are dropped before bounding (COUNT(*) still counts the row).\n\n"
             "The ledger (--ledger, default ./dpkit-ledger.db) holds the total budget: a new ledger needs\n"
             "--budget-epsilon (and --budget-delta for (epsilon, delta)); later runs spend from it and are refused\n"
             "once it is spent. Exit status: 0 answered, 2 bad input or refused SQL, 3 budget exhausted."
@@ -44,7 +47,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("sql", help="the query; the table is called t (see --table)")
     p.add_argument("--privacy-unit", required=True, metavar="COLUMN",
                    help="column identifying whose row it is (e.g. user_id); required")
-    p.add_argument("--epsilon", type=float, required=True, help="this query's epsilon (> 0)")
+    p.add_argument("--epsilon", type=float, default=None, help="this query's epsilon (> 0); or give --accuracy")
+    p.add_argument("--accuracy", action="append", default=[], metavar="NAME=HALF_WIDTH",
+                   help="instead of --epsilon: target 95%% half-widths of counts and sums (repeatable); the smallest "
+                        "epsilon that meets them is computed, shown by --plan, and charged")
     p.add_argument("--delta", type=float, default=0.0,
                    help="this query's delta (default 0); needed for GROUP BY without --keys and for --noise gaussian")
     p.add_argument("--bounds", action="append", default=[], metavar="COL=LO:HI",
@@ -62,6 +68,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="public group keys (repeatable, one per GROUP BY column); without them groups are "
                         "selected privately (needs --delta)")
     p.add_argument("--noise", choices=("laplace", "gaussian"), default="laplace", help="noise family (default laplace)")
+    p.add_argument("--selection", choices=("laplace", "gaussian"), default=None,
+                   help="noise of private group selection (default: that of --noise); gaussian scales with "
+                        "sqrt(--max-partitions)")
+    p.add_argument("--public", action="append", default=[], metavar="NAME=FILE",
+                   help="a public table that queries may JOIN on a unique key (repeatable)")
+    p.add_argument("--no-bounding-report", action="store_true",
+                   help="do not spend 5%% of epsilon on DP counts of the units bounding cut (the intervals then "
+                        "cover the bounded data only)")
     p.add_argument("--split", default=None, metavar="NAME=SHARE,...",
                    help="budget shares by output column (and partition_selection), summing to 1; equal by default")
     p.add_argument("--confidence", type=float, default=0.95, help="level of the intervals (default 0.95)")
@@ -108,14 +122,27 @@ def _json_safe(x: Any) -> Any:
     return str(x)  # dates, timestamps, UUIDs: ISO text
 
 
-def _bounds(items: list[str]) -> dict[str, tuple[float, float]]:
-    out = {}
+def _number(text: str, what: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{what} must be a number; got {text!r}.") from None
+
+
+def _bounds(items: list[str]) -> dict[str, tuple[Any, Any]]:
+    """COL=LO:HI with numbers, or ISO dates/timestamps (COL=2013-01-01:2013-12-31; a timestamp's own colons
+    stay with it: the split is at the colon before the second date's year)."""
+    out: dict[str, tuple[Any, Any]] = {}
     for name, value in _pairs(items, "--bounds").items():
+        m = re.fullmatch(r"(\d{4}-\d\d-\d\d[^:]*(?::\d\d)*):(\d{4}-\d\d-\d\d.*)", value)
+        if m:
+            out[name] = (m.group(1), m.group(2))
+            continue
         lo, sep, hi = value.partition(":")
         try:
             out[name] = (float(lo), float(hi))
         except ValueError:
-            raise ValueError(f"--bounds {name}= must be LO:HI with two numbers; got {value!r}.") from None
+            raise ValueError(f"--bounds {name}= must be LO:HI with two numbers (or two ISO dates); got {value!r}.") from None
         if not sep:
             raise ValueError(f"--bounds {name}= must be LO:HI; got {value!r}.")
     return out
@@ -156,8 +183,12 @@ def _session(args: argparse.Namespace) -> Any:
     elif args.spark_remote:
         raise ValueError("--spark-remote needs --engine spark.")
     schema = _pairs([s for item in args.schema for s in item.split(",") if s.strip()], "--schema") or None
+    public = {name: Path(path) for name, path in _pairs(args.public, "--public").items()}
+    for name, path in public.items():
+        if not path.exists():
+            raise ValueError(f"no such public table file for {name!r}: {str(path)!r}.")
     return Session(data, privacy_unit=args.privacy_unit, ledger=args.ledger, budget=budget, table=args.table,
-                   engine=args.engine, spark=spark, schema=schema)
+                   engine=args.engine, spark=spark, schema=schema, public=public or None)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -165,9 +196,13 @@ def run(args: argparse.Namespace) -> int:
     from dpkit.random import insecure_seeded
 
     keys_arg = {name: [v for v in values.split(",")] for name, values in _pairs(args.keys, "--keys").items()} or None
+    accuracy = {name: _number(value, f"--accuracy {name}=") for name, value in _pairs(args.accuracy, "--accuracy").items()}
+    if (args.epsilon is None) == (not accuracy):
+        raise ValueError("give --epsilon (the cost) or --accuracy NAME=HALF_WIDTH (targets), not both and not neither.")
     options = dict(epsilon=args.epsilon, delta=args.delta, bounds=_bounds(args.bounds),
                    max_partitions=args.max_partitions, max_rows=args.max_rows, keys=keys_arg,
-                   noise=args.noise, split=_split(args.split))
+                   noise=args.noise, split=_split(args.split), selection=args.selection,
+                   bounding_report=not args.no_bounding_report, accuracy=accuracy or None)
     say = (lambda msg: None) if args.quiet else (lambda msg: print(f"dpkit: {msg} ...", file=sys.stderr, flush=True))
     say(f"opening {args.data} ({args.engine})")
     session = _session(args)

@@ -88,6 +88,23 @@ class Measurement:
         m = self.mechanism(partitions)
         return float(m.sigma if self.noise == "gaussian" else m.scale)
 
+    def half_width(self, partitions: int, confidence: float) -> float:
+        """The half-width of this vector's intervals at ``confidence``: a function of the noise law alone.
+
+        Read off a release of zeros (the intervals are symmetric and do not depend on the value); NaN for
+        quantiles, whose error is in ranks (``rank_error_bound`` on the result).
+        """
+        if self.noise == "exponential":
+            return math.nan
+        import numpy as np
+
+        from dpkit.random import insecure_seeded
+
+        g = max(1, int(partitions))
+        rel = self.mechanism(g).release(np.zeros(g), rng=insecure_seeded(0), confidence=confidence)
+        lo, hi = rel.interval
+        return float(np.asarray(hi).reshape(-1)[0] - np.asarray(rel.values).reshape(-1)[0])
+
     def describe(self, partitions: int | None) -> dict[str, Any]:
         row: dict[str, Any] = {"aggregate": self.aggregate, "primitive": self.primitive, "noise": self.noise,
                                "epsilon": self.epsilon, "delta": self.delta, "per_partition_bound": self.bound,
@@ -100,6 +117,7 @@ class Measurement:
                 self.l1 if self.noise != "gaussian" else self.l2)
             if partitions is not None:
                 row["noise_scale"] = self.scale(partitions)
+                row["half_width_95"] = self.half_width(partitions, 0.95)
         return row
 
 

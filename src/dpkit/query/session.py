@@ -56,7 +56,7 @@ from dpkit.ledger import SQLiteLedger
 from dpkit.query._backends import DuckDBBackend, SparkBackend, is_numeric_type
 from dpkit.query._compile import Compiled, ValueColumn, compile_query, engine_sql, literal, rows_source, transpile
 from dpkit.query._noise import INTEGER_PRIMITIVES, Measurement, Selection, Split
-from dpkit.query._result import QueryResult, finish_aggregates
+from dpkit.query._result import QueryResult, finish_aggregates, format_guarantee
 from dpkit.query._spec import Aggregate, Key, QuerySpec
 from dpkit.query._policy import check_key_type
 from dpkit.query._sql import parse_sql, validate_spec
@@ -86,6 +86,7 @@ class QueryPlan:
     noise: str
     dialect: str
     values: dict[str, ValueColumn] = field(default_factory=dict)
+    accuracy: dict[str, float] | None = None  # the targets epsilon was chosen for, if it was
 
     @property
     def sql(self) -> str:
@@ -93,15 +94,33 @@ class QueryPlan:
         return self.compiled.sql(self.dialect)
 
     def measurements(self) -> list[dict[str, Any]]:
-        """One row per noisy vector: aggregate, primitive, noise, budget share, sensitivity, scale."""
-        g = len(self.public_keys) if self.public_keys is not None else (1 if not self.spec.keys else None)
+        """One row per noisy vector: aggregate, primitive, noise, budget share, sensitivity, scale, and the
+        95% half-width of each cell's interval (for privately selected groups: per released group, as if one)."""
+        g = len(self.public_keys) if self.public_keys is not None else 1
         return [m.describe(g) for m in self.split.measurements]
 
+    def half_widths(self, confidence: float = 0.95) -> dict[str, dict[str, float]]:
+        """Aggregate -> primitive -> the half-width of its cells' intervals, known before anything runs.
+
+        COUNT and SUM cells have exactly this half-width; AVG and VARIANCE combine their count and sums,
+        so their half-width also depends on the (noisy) count; quantiles have NaN (their error is in ranks).
+        """
+        g = len(self.public_keys) if self.public_keys is not None else 1
+        out: dict[str, dict[str, float]] = {}
+        n_prims = {a.name: len(a.primitives) for a in self.spec.aggregates}
+        for m in self.split.measurements:
+            level = 1.0 - (1.0 - confidence) / n_prims[m.aggregate]
+            out.setdefault(m.aggregate, {})[m.primitive] = m.half_width(g, level)
+        return out
+
     def __str__(self) -> str:
-        lines = [f"query: {self.spec.text}", f"cost: {self.guarantee}",
+        lines = [f"query: {self.spec.text}", f"cost: {format_guarantee(self.guarantee)}"
+                 + (f" (the smallest epsilon whose 95%-or-given-level half-widths meet {self.accuracy})"
+                    if self.accuracy else ""),
                  f"contribution bounds: max_partitions={self.max_partitions}, max_rows={self.max_rows}"]
         if self.bounds:
-            lines.append("clamping: " + ", ".join(f"{k} in [{lo:g}, {hi:g}]" for k, (lo, hi) in self.bounds.items()))
+            lines.append("clamping: " + ", ".join(f"{k} in [{lo:g}, {hi:g}]" if isinstance(lo, float) else
+                                                  f"{k} in [{lo}, {hi}]" for k, (lo, hi) in self.bounds.items()))
         if self.spec.keys:
             lines.append(f"partitions: {len(self.public_keys)} public keys" if self.public_keys is not None else
                          f"partitions: private selection ({self.split.selection.noise} noise of scale "
@@ -259,17 +278,21 @@ class Session:
         self.close()
 
     # ------------------------------------------------------------------ planning
-    def plan(self, query: str | QuerySpec, *, epsilon: float, delta: float = 0.0,
+    def plan(self, query: str | QuerySpec, *, epsilon: float | None = None, delta: float = 0.0,
              bounds: dict[str, tuple[float, float]] | None = None, max_partitions: int | None = None,
              max_rows: int | None = None,
              keys: Any = None, noise: str = "laplace", split: dict[str, float] | None = None,
              quantile_buckets: int = 1024, dialect: str = "duckdb", partition_order: str = "hash",
-             selection: str | None = None, bounding_report: bool = True) -> QueryPlan:
+             selection: str | None = None, bounding_report: bool = True,
+             accuracy: dict[str, float] | None = None, confidence: float = 0.95) -> QueryPlan:
         """Validate a query and decide its bounding, split and cost, without reading data or spending.
 
         Parameters are those of :meth:`sql`.
         """
-        eps = _check_budget_number("epsilon", epsilon, allow_zero=False)
+        if (epsilon is None) == (accuracy is None):
+            raise ValueError("give exactly one of epsilon (the cost) or accuracy (target half-widths, from which the "
+                             "smallest epsilon that meets them is computed).")
+        eps = _check_budget_number("epsilon", epsilon if epsilon is not None else 1.0, allow_zero=False)
         dl = _check_budget_number("delta", delta, allow_zero=True)
         if dl >= 1.0:
             raise ValueError(f"delta must be < 1; got {delta!r}.")
@@ -314,8 +337,13 @@ class Session:
                     "doubles differently (1e-05 vs 1.0E-5), so they would keep different partitions. Use "
                     "partition_order='hash', or group by a rounded, integer, decimal or text form of the key.")
         k_eff = 1 if not spec.keys else (min(k_max, len(public)) if public is not None else k_max)
-        plan_split = self._split(spec, values, eps, dl, k_eff, l_max, noise, split, public is None and bool(spec.keys),
-                                 selection, bool(bounding_report))
+        select = public is None and bool(spec.keys)
+        if accuracy is not None:
+            g = len(public) if public is not None else 1
+            eps = self._epsilon_for(accuracy, confidence, g, lambda e: self._split(
+                spec, values, e, dl, k_eff, l_max, noise, split, select, selection, bool(bounding_report)))
+        plan_split = self._split(spec, values, eps, dl, k_eff, l_max, noise, split, select, selection,
+                                 bool(bounding_report))
         salt = secrets.token_hex(16)
         compiled = compile_query(spec, privacy_unit=self.privacy_unit, values=values, max_partitions=k_max,
                                  max_rows=l_max, public_keys=public, salt=salt, buckets=buckets,
@@ -334,10 +362,13 @@ class Session:
                 f"ledger's budget {self.ledger.budget} is pure epsilon-DP with no delta to spend. Give public keys "
                 "(keys= / --keys) and Laplace noise for a pure-DP query, or use a ledger created with a delta "
                 "budget (--budget-delta).")
-        used_bounds = {v.expr: (v.lo, v.hi) for v in values.values() if v.lo is not None}
+        used_bounds = {v.expr: ((v.lo, v.hi) if v.temporal is None else
+                                (str(_from_number(v.lo, v.temporal)), str(_from_number(v.hi, v.temporal))))
+                       for v in values.values() if v.lo is not None}
         return QueryPlan(spec=spec, compiled=compiled, split=plan_split, guarantee=guarantee,
                          max_partitions=k_max, max_rows=l_max, public_keys=public, bounds=used_bounds,
-                         noise=noise, dialect=self._backend.dialect, values=values)
+                         noise=noise, dialect=self._backend.dialect, values=values,
+                         accuracy=dict(accuracy) if accuracy is not None else None)
 
     def _relations(self) -> dict[str, str]:
         return {name: relation for name, (relation, _) in self._public.items()}
@@ -374,6 +405,44 @@ class Session:
                     f"{j.table!r} (some value appears in several rows), so one row could match several public rows "
                     "and one unit's contribution could grow without bound. Join on a unique key (add columns to the "
                     "ON condition, or deduplicate the public table).")
+
+    @staticmethod
+    def _epsilon_for(accuracy: dict[str, float], confidence: float, groups: int, split_at: Callable[[float], Split]
+                     ) -> float:
+        """The smallest epsilon (to 1e-6 relative, rounded up) whose split gives every named aggregate cells
+        no wider than its target half-width at ``confidence``; half-widths shrink as epsilon grows."""
+        if not isinstance(accuracy, dict) or not accuracy:
+            raise TypeError("accuracy must map output names to target half-widths, e.g. {'n': 10}.")
+        probe = split_at(1.0)
+        kinds = {m.aggregate: [] for m in probe.measurements}
+        for m in probe.measurements:
+            kinds[m.aggregate].append(m.primitive)
+        for name, target in accuracy.items():
+            if name not in kinds:
+                raise ValueError(f"accuracy names {name!r}, which is not a measured aggregate ({sorted(kinds)}).")
+            if len(kinds[name]) != 1 or kinds[name][0] == "histogram":
+                raise UnsupportedError(
+                    f"a target accuracy for {name!r} cannot be met before the data is read: its error depends on a "
+                    "noisy count (AVG, VARIANCE) or is in ranks (quantiles). Give targets for counts and sums.")
+            if isinstance(target, bool) or not isinstance(target, (int, float)) or not target > 0 or \
+                    not math.isfinite(target):
+                raise ValueError(f"the target half-width of {name!r} must be a finite number > 0; got {target!r}.")
+
+        def meets(e: float) -> bool:
+            sp = split_at(e)
+            return all(m.half_width(groups, confidence) <= accuracy[m.aggregate]
+                       for m in sp.measurements if m.aggregate in accuracy)
+
+        lo, hi = 1e-6, 1.0
+        while not meets(hi):
+            lo, hi = hi, hi * 4.0
+            if hi > 1e6:
+                raise ValueError(f"no epsilon up to 1e6 meets the accuracy {accuracy}; ask for wider half-widths.")
+        while hi - lo > 1e-6 * hi:
+            mid = math.sqrt(lo * hi)
+            lo, hi = (lo, mid) if meets(mid) else (mid, hi)
+        rounded = float(f"{hi:.6g}")
+        return rounded if meets(rounded) else hi
 
     def _contribution_bounds(self, spec: QuerySpec, max_partitions: int | None, max_rows: int | None,
                              keys: Any) -> tuple[int, int]:
@@ -580,13 +649,13 @@ class Session:
                      report_epsilon=eps * w["bounding_report"] * (1.0 - 1e-12) if report else 0.0)
 
     # ------------------------------------------------------------------ running
-    def sql(self, query: str | QuerySpec, *, epsilon: float, delta: float = 0.0,
+    def sql(self, query: str | QuerySpec, *, epsilon: float | None = None, delta: float = 0.0,
             bounds: dict[str, tuple[float, float]] | None = None, max_partitions: int | None = None,
             max_rows: int | None = None,
             keys: Any = None, noise: str = "laplace", split: dict[str, float] | None = None,
             quantile_buckets: int = 1024, confidence: float = 0.95, rng: np.random.Generator | None = None,
             dialect: str = "duckdb", partition_order: str = "hash", selection: str | None = None,
-            bounding_report: bool = True,
+            bounding_report: bool = True, accuracy: dict[str, float] | None = None,
             progress: Callable[[str], None] | None = None, debug_timings: bool = False,
             nonnegative: bool = True) -> QueryResult:
         """Answer one aggregate query with differential privacy, recording its cost first.
@@ -599,6 +668,10 @@ class Session:
         epsilon, delta : float
             This query's total cost; delta > 0 is needed for private partition selection and
             Gaussian noise.  With Laplace noise and public keys the cost is pure epsilon.
+        accuracy : dict, optional
+            Instead of ``epsilon``: target half-widths at ``confidence`` by output name (counts and sums),
+            e.g. ``{"n": 10}``; the smallest epsilon whose split meets every target is computed (shown by
+            ``plan(...)``) and charged when the query runs.
         bounds : dict, optional
             Clamping bounds (lo, hi) by column or output name, for SUM, AVG, VARIANCE, STDDEV and
             quantiles.  Never derived from the data.
@@ -663,7 +736,8 @@ class Session:
         plan = self.plan(query, epsilon=epsilon, delta=delta, bounds=bounds, max_partitions=max_partitions,
                          max_rows=max_rows, keys=keys, noise=noise, split=split,
                          quantile_buckets=quantile_buckets, dialect=dialect, partition_order=partition_order,
-                         selection=selection, bounding_report=bounding_report)
+                         selection=selection, bounding_report=bounding_report, accuracy=accuracy,
+                         confidence=confidence if isinstance(confidence, float) and 0 < confidence < 1 else 0.95)
         if not 0.0 < confidence < 1.0:
             raise ValueError(f"confidence must be in (0, 1); got {confidence!r}.")
         if rng is not None and not isinstance(rng, np.random.Generator):
@@ -709,7 +783,8 @@ class Session:
                    if debug_timings else {})
         return replace(result, remaining=self.ledger.remaining(), timings=timings, engine=self.engine)
 
-    def histogram(self, column: str, edges: Any, *, epsilon: float, max_partitions: int = 1, max_rows: int = 1,
+    def histogram(self, column: str, edges: Any, *, epsilon: float, max_partitions: int | None = None,
+                  max_rows: int | None = None,
                   where: str | None = None, noise: str = "laplace", delta: float = 0.0, confidence: float = 0.95,
                   rng: np.random.Generator | None = None) -> QueryResult:
         """A DP histogram of a numeric column over fixed bins (public partitions, so no selection).
@@ -726,7 +801,8 @@ class Session:
         >>> df = pd.DataFrame({"uid": range(100), "age": [20 + i % 50 for i in range(100)]})
         >>> with tempfile.TemporaryDirectory() as d:
         ...     s = Session(df, privacy_unit="uid", ledger=f"{d}/b.db", budget=PureDP(1.0))
-        ...     r = s.histogram("age", [18, 30, 50, 70], epsilon=1.0, rng=insecure_seeded(0))
+        ...     r = s.histogram("age", [18, 30, 50, 70], epsilon=1.0, max_partitions=1, max_rows=1,
+        ...                     rng=insecure_seeded(0))
         ...     print([row[0] for row in r.rows])
         ['[18, 30)', '[30, 50)', '[50, 70]']
         """
@@ -753,6 +829,109 @@ class Session:
             raise ValueError(f"a histogram needs a numeric column; {column} has type {self._schema[column]}.")
         return self.sql(spec, epsilon=epsilon, delta=delta, max_partitions=max_partitions, max_rows=max_rows,
                         keys=[(label,) for label in labels], noise=noise, confidence=confidence, rng=rng)
+
+    def bounds(self, column: str, *, epsilon: float, max_partitions: int | None = None, max_rows: int | None = None,
+               where: str | None = None, tail: float = 0.005, rng: np.random.Generator | None = None) -> Bounds:
+        r"""Clamping bounds for a numeric column, estimated with differential privacy and charged to the ledger.
+
+        The values are binned by sign and binary magnitude (``[2^i, 2^{i+1})`` for ``i`` in [-40, 60], the
+        end bins taking everything beyond, and a bin for 0); a DP histogram of the bins is released like
+        any query (public bins, ``max_partitions`` bins a unit, ``max_rows`` rows a bin, geometric noise),
+        and the bounds are the outer edges of the first and last bins at which the noisy counts, summed
+        from either end, reach ``tail`` of their total, counting only bins above the level that noise alone
+        reaches with probability 5% over all bins: post-processing, so the guarantee is the histogram's.  In the spirit of Tumult Analytics' ``get_bounds`` and of the binary-magnitude
+        histograms of Wilson et al. 2020 (PoPETs), sec. 5.
+
+        Parameters
+        ----------
+        column : str
+            A numeric column of the table.
+        epsilon : float, > 0
+            The cost (pure epsilon-DP).
+        max_partitions, max_rows : int, optional
+            The bins one unit may contribute to and the rows it may add to one (the session's if not given;
+            required otherwise).
+        where : str, optional
+            A row-level predicate.
+        tail : float in (0, 0.5)
+            The share of the noisy mass left outside the bounds on each side.
+
+        Returns
+        -------
+        Bounds
+            ``lo, hi = session.bounds(...)``; also the noisy histogram and the guarantee spent.  The bounds
+            are powers of two (or 0): widen them if a value just above matters.
+        """
+        if column not in self._schema:
+            raise ValueError(f"unknown column {column!r}; the table has {sorted(self._schema)}.")
+        if not is_numeric_type(self._schema[column]):
+            raise ValueError(f"bounds need a numeric column; {column} has type {self._schema[column]}.")
+        if isinstance(tail, bool) or not isinstance(tail, (int, float)) or not 0.0 < float(tail) < 0.5:
+            raise ValueError(f"tail must be a number in (0, 0.5); got {tail!r}.")
+        x = f"CAST({exp_column(column)} AS DOUBLE)"
+        mag = "LEAST(GREATEST(CAST(FLOOR(LOG2({v})) AS INTEGER), -40), 60)"
+        key = (f"CASE WHEN {x} IS NULL OR isnan({x}) THEN NULL WHEN {x} = 0 THEN 0 "
+               f"WHEN {x} > 0 THEN 101 + {mag.format(v=x)} ELSE -101 - {mag.format(v='-' + x)} END")
+        bins = [-b for b in range(161, 60, -1)] + [0] + list(range(61, 162))
+        text = f"SELECT COUNT(*) FROM {self.table}" + (f" WHERE {where}" if where else "")
+        base = parse_sql(text, table=self.table, privacy_unit=self.privacy_unit, table_columns=self._schema)
+        spec = QuerySpec(table=self.table, keys=(Key("bin", key),), aggregates=(Aggregate("count", "count"),),
+                         where=base.where, text=f"bounds of {column}" + (f" where {where}" if where else ""))
+        r = self.sql(spec, epsilon=epsilon, max_partitions=max_partitions, max_rows=max_rows,
+                     keys=[(b,) for b in bins], rng=rng, bounding_report=False)
+        counts = {int(row[0]): max(0.0, float(row[1])) for row in r.rows}
+        # bins whose noisy count could be noise alone are ignored: with scale t, a bin with no row reaches
+        # t ln(20 n_bins) with probability below 1/(20 n_bins), so all empty bins stay below it w.p. >= 95%
+        floor = float(r.scales["count"]["rows"]) * math.log(20.0 * len(bins))
+        ordered = [c if c >= floor else 0.0 for c in (counts.get(b, 0.0) for b in bins)]
+        total = math.fsum(ordered)
+        lo = hi = math.nan
+        if total > 0:
+            acc = 0.0
+            for b, c in zip(bins, ordered):
+                acc += c
+                if acc >= tail * total:
+                    lo = _bin_edge(b, low=True)
+                    break
+            acc = 0.0
+            for b, c in zip(reversed(bins), reversed(ordered)):
+                acc += c
+                if acc >= tail * total:
+                    hi = _bin_edge(b, low=False)
+                    break
+        return Bounds(lo=lo, hi=hi, histogram={_bin_label(b): counts.get(b, 0.0) for b in bins if counts.get(b)},
+                      guarantee=r.guarantee, insecure=r.insecure)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """DP clamping bounds (``lo, hi = bounds``): NaN if the noisy histogram was empty."""
+
+    lo: float
+    hi: float
+    histogram: Any       # bin label -> noisy count (non-zero bins)
+    guarantee: PureDP | ApproxDP
+    insecure: bool
+
+    def __iter__(self) -> Any:
+        return iter((self.lo, self.hi))
+
+
+def _bin_edge(b: int, *, low: bool) -> float:
+    """The outer edge of a magnitude bin: b > 0 covers [2^(b-101), 2^(b-100)), b < 0 its mirror, 0 is {0}."""
+    if b == 0:
+        return 0.0
+    e = abs(b) - 101
+    if b > 0:
+        return math.ldexp(1.0, e) if low else math.ldexp(1.0, e + 1)
+    return -math.ldexp(1.0, e + 1) if low else -math.ldexp(1.0, e)
+
+
+def _bin_label(b: int) -> str:
+    if b == 0:
+        return "0"
+    e = abs(b) - 101
+    return f"[2^{e}, 2^{e + 1})" if b > 0 else f"(-2^{e + 1}, -2^{e}]"
 
 
 def exp_column(name: str) -> str:
@@ -784,6 +963,14 @@ def _as_number(x: object, temporal: str | None) -> float:
             days = (x - dt.date(1970, 1, 1)).days
             return float(days) if temporal == "date" else days * 86400.0
     return float(x)  # type: ignore[arg-type]
+
+
+def _from_number(x: float, temporal: str) -> Any:
+    import datetime as dt
+
+    if temporal == "date":
+        return dt.date(1970, 1, 1) + dt.timedelta(days=math.floor(x))
+    return dt.datetime(1970, 1, 1) + dt.timedelta(seconds=x)
 
 
 def _check_bounds(name: str, pair: object, temporal: str | None = None) -> tuple[float, float]:
