@@ -41,7 +41,7 @@ from sqlglot import exp
 
 from dpkit.query._spec import Join, QuerySpec
 
-__all__ = ["Compiled", "ValueColumn", "compile_query", "engine_sql", "literal", "rows_source"]
+__all__ = ["Compiled", "ValueColumn", "compile_query", "engine_sql", "join_equalities", "literal", "rows_source"]
 
 
 def literal(value: object) -> str:
@@ -198,12 +198,34 @@ def _ident(name: str) -> str:
     return exp.to_identifier(name).sql(dialect="duckdb")
 
 
+def join_equalities(on: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """A join condition split into its equalities of two columns (SQL of each side) and the other conjuncts."""
+    node = sqlglot.parse_one(on, read="duckdb")
+    conjuncts = list(node.flatten()) if isinstance(node, exp.And) else [node]
+    pairs, rest = [], []
+    for c in conjuncts:
+        bare = c
+        while isinstance(bare, exp.Paren):
+            bare = bare.this
+        if isinstance(bare, exp.EQ) and isinstance(bare.this, exp.Column) and isinstance(bare.expression, exp.Column):
+            pairs.append((bare.this.sql(dialect="duckdb"), bare.expression.sql(dialect="duckdb")))
+        else:
+            rest.append(c.sql(dialect="duckdb"))
+    return pairs, rest
+
+
 def _joined(base: str, alias: str, joins: tuple[Join, ...], public: dict[str, str]) -> str:
-    """``base AS alias`` followed by the public joins (each matches at most one public row)."""
+    """``base AS alias`` followed by the public joins (each matches at most one public row).
+
+    Equalities of two columns stay bare, so that the engine runs a hash join (they cannot fail on a row:
+    the session refuses sides of different types); every other conjunct runs under ``_SAFE``.
+    """
     out = f"{base} AS {_ident(alias)}"
     for j in joins:
         kind = "LEFT JOIN" if j.kind == "left" else "JOIN"
-        out += f" {kind} {public[j.table]} AS {_ident(j.alias)} ON {_SAFE}(({j.on}))"
+        pairs, rest = join_equalities(j.on)
+        conds = [f"{a} = {b}" for a, b in pairs] + [f"{_SAFE}(({r}))" for r in rest]
+        out += f" {kind} {public[j.table]} AS {_ident(j.alias)} ON {' AND '.join(conds)}"
     return out
 
 

@@ -604,6 +604,9 @@ def parse_sql(text: str, *, table: str, privacy_unit: str, dialect: str = "duckd
     public = dict(public_tables or {})
     tree = _select(text, dialect)
     _plain_checks(tree, outer=True)
+    for window in tree.find_all(exp.Window):
+        raise _refuse(f"a window function ({_sql(window)}) is not supported:",
+                      "window functions mix rows of different privacy units; use GROUP BY.")
     src = _source(tree, table)
     per_unit = None
     if isinstance(src, (exp.Subquery, exp.Select)):
@@ -623,6 +626,8 @@ def parse_sql(text: str, *, table: str, privacy_unit: str, dialect: str = "duckd
     where = None
     if tree.args.get("where") is not None:
         cond = tree.args["where"].this
+        if any(isinstance(n, (exp.Select, exp.Subquery)) for n in cond.walk()):
+            raise _refuse("a subquery in WHERE is not supported:", "filter and compute on the session's table only.")
         if _has_agg(cond):
             raise _refuse("an aggregate in WHERE is not supported;", "filter on aggregates with HAVING.")
         scope.check(cond)

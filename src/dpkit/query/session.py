@@ -54,7 +54,8 @@ from dpkit.errors import DpkitError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PureDP
 from dpkit.ledger import SQLiteLedger
 from dpkit.query._backends import DuckDBBackend, SparkBackend, is_numeric_type
-from dpkit.query._compile import Compiled, ValueColumn, compile_query, engine_sql, literal, rows_source, transpile
+from dpkit.query._compile import (Compiled, ValueColumn, compile_query, engine_sql, join_equalities, literal,
+                                  rows_source, transpile)
 from dpkit.query._noise import INTEGER_PRIMITIVES, Measurement, Selection, Split
 from dpkit.query._result import QueryResult, finish_aggregates, format_guarantee
 from dpkit.query._spec import Aggregate, Key, QuerySpec
@@ -396,6 +397,15 @@ class Session:
             missing = [c for c in j.keys if c not in schema]
             if missing:
                 raise ValueError(f"the public table {j.table!r} has no column {missing}; it has {sorted(schema)}.")
+            pairs, _ = join_equalities(j.on)
+            if pairs:  # an equality of two types would be cast on every row, and a cast can fail on one row
+                types = self._types([side for pair in pairs for side in pair], spec)
+                for (a, b), (ta, tb) in zip(pairs, zip(types[::2], types[1::2])):
+                    if ta != tb:
+                        raise UnsupportedError(
+                            f"the join condition {a} = {b} compares {ta} with {tb}: a value that does not convert "
+                            f"would fail the query on one unit's row. CAST one side to the other's type, e.g. "
+                            f"CAST({a} AS {tb}) = {b}.")
             key = (j.table, j.keys)
             if key not in self._unique:
                 self._unique[key] = self._backend.is_unique(relation, list(j.keys))
