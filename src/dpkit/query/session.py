@@ -467,16 +467,20 @@ class Session:
                     "--max-partitions), or set it for every query with Session(..., max_partitions=...).")
             k = 1
         k = _check_int("max_partitions", k)
+        only_units = all(a.kind == "count_units" for a in spec.aggregates)
+        one_row_per_unit = spec.per_unit is not None and not spec.per_unit.keys
+        if only_units or one_row_per_unit:
+            # a unit has one row (or only its presence counts): max_rows = 1 binds nothing and gives the
+            # smallest sensitivities, whatever a session-wide default says
+            if max_rows is not None:
+                _check_int("max_rows", max_rows)
+            return k, 1
         if rows is None:
-            only_units = all(a.kind == "count_units" for a in spec.aggregates)
-            one_row_per_unit = spec.per_unit is not None and not spec.per_unit.keys
-            if not (only_units or one_row_per_unit):
-                raise ValueError(
-                    "max_rows is required: the number of rows one unit may contribute to one group (beyond it the "
-                    "unit's contribution is scaled down), so that e.g. COUNT(*) counts rows, not units. Pass "
-                    "max_rows= (command line --max-rows), or set it for every query with Session(..., max_rows=...). "
-                    "A per-unit subquery (FROM (SELECT unit, ... GROUP BY unit)) has one row per unit and needs none.")
-            rows = 1
+            raise ValueError(
+                "max_rows is required: the number of rows one unit may contribute to one group (beyond it the "
+                "unit's contribution is scaled down), so that e.g. COUNT(*) counts rows, not units. Pass "
+                "max_rows= (command line --max-rows), or set it for every query with Session(..., max_rows=...). "
+                "A per-unit subquery (FROM (SELECT unit, ... GROUP BY unit)) has one row per unit and needs none.")
         return k, _check_int("max_rows", rows)
 
     def _bind(self, compiled: Compiled) -> None:
