@@ -271,3 +271,20 @@ def test_spark_answers_joins_per_unit_and_distinct_like_duckdb(tmp_path: Path, f
             for key in a:
                 for column, value in a[key].items():
                     assert float(b[key][column]) == pytest.approx(float(value), rel=1e-9), (query, key, column)
+
+
+def test_dp_bounds_cover_the_bulk_of_the_data(tmp_path: Path) -> None:
+    """Session.bounds: powers of two around the 0.5%..99.5% range of the values at a moderate epsilon, charged
+    exactly epsilon; a column that is not numeric is refused before anything is spent."""
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"uid": np.arange(40_000) // 4, "x": rng.lognormal(3.0, 1.0, 40_000), "tag": "a"})
+    with Session(df, privacy_unit="uid", ledger=tmp_path / "b.db", budget=ApproxDP(epsilon=5.0, delta=1e-6),
+                 max_partitions=2, max_rows=2) as s:
+        with pytest.raises(ValueError, match="numeric"):
+            s.bounds("tag", epsilon=1.0)
+        assert s.ledger.history() == ()
+        lo, hi = s.bounds("x", epsilon=1.0, rng=insecure_seeded(0))
+        assert float(s.remaining().epsilon) == pytest.approx(4.0)
+    q_lo, q_hi = np.quantile(df.x, [0.01, 0.99])  # tail 0.005 of the noisy, bounded mass on each side
+    assert q_lo / 8 <= lo <= q_lo and q_hi <= hi <= 4 * q_hi
+    assert math.log2(hi).is_integer() and math.log2(lo).is_integer()

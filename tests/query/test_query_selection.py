@@ -114,3 +114,42 @@ def test_rare_keys_are_not_released_and_common_ones_are(open_session) -> None:  
     assert r.selection["threshold"] > 20
     assert [row[0] for row in r.rows] == ["common"]
     assert r.rows[0][1] == pytest.approx(400, abs=60)
+
+
+def dgauss_tail(sigma: float, m: int) -> mp.mpf:
+    """P(N_Z(0, sigma^2) >= m) by summation of the pmf (mpmath, 50 digits)."""
+    s2 = 2 * mp.mpf(sigma) ** 2
+    norm = 1 + 2 * mp.nsum(lambda j: mp.exp(-j * j / s2), [1, mp.inf])
+    return mp.nsum(lambda j: mp.exp(-j * j / s2), [m, mp.inf]) / norm
+
+
+@settings(max_examples=40)
+@given(sigma=st.floats(0.3, 300.0), k=st.integers(1, 50), log_delta=st.floats(-30.0, -2.0))
+def test_gaussian_selection_threshold_against_mpmath(sigma: float, k: int, log_delta: float) -> None:
+    """tau = 1 + m with k P(Z >= m) <= delta, m smallest up to the bound's margin, and the reported delta an
+    upper bound on the exact tail (summed independently at 50 digits)."""
+    from dpkit.query._noise import gaussian_selection_threshold
+
+    delta = 10.0**log_delta
+    tau, bound = gaussian_selection_threshold(sigma, k, delta)
+    m = tau - 1
+    exact = k * dgauss_tail(sigma, m)
+    assert exact <= bound <= delta
+    if m > 1:
+        assert k * dgauss_tail(sigma, m - 1) > delta * (1 - 1e-9) or bound > exact * 0.5  # no slack of a whole step
+
+
+def test_gaussian_selection_meets_its_share_and_scales_with_root_k() -> None:
+    """sigma meets (epsilon, delta/2) through rho = K/(2 sigma^2); the threshold grows like sqrt(K), the
+    Laplace one like K."""
+    from dpkit.guarantees import ZCDP, zcdp_to_approx_dp
+    from dpkit.query._noise import Selection
+
+    taus = {}
+    for k in (1, 16, 256):
+        sel = Selection(epsilon=1.0, delta=1e-6, partitions_per_unit=k, noise="gaussian")
+        assert float(zcdp_to_approx_dp(ZCDP(k / (2 * sel.sigma**2)), delta=5e-7).epsilon) <= 1.0
+        assert float(zcdp_to_approx_dp(ZCDP(k / (2 * (sel.sigma * (1 - 1e-6)) ** 2)), delta=5e-7).epsilon) > 1.0 - 1e-9
+        assert sel.delta_spent <= 1e-6
+        taus[k] = (sel.threshold, Selection(epsilon=1.0, delta=1e-6, partitions_per_unit=k).threshold)
+    assert taus[256][0] / taus[1][0] < 25 and taus[256][1] / taus[1][1] > 150
