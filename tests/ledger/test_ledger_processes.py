@@ -57,10 +57,23 @@ def _read_until(proc: subprocess.Popen[str], prefix: str, timeout: float = 60.0)
     raise AssertionError(f"child did not print {prefix!r} in {timeout} s")
 
 
+def _rest(proc: subprocess.Popen[str], timeout: float = 120.0) -> tuple[str, str]:
+    """Wait for the child; its stdout and stderr not read yet.  Read through the text wrappers, not
+    ``communicate(timeout=...)``, which reads the pipes' descriptors and skips what ``readline`` buffered."""
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.wait(timeout=timeout)
+    out, err = proc.stdout.read(), proc.stderr.read()
+    proc.stdout.close()
+    proc.stderr.close()
+    if proc.stdin is not None:
+        proc.stdin.close()
+    return out, err
+
+
 def _kill(proc: subprocess.Popen[str]) -> list[str]:
     """SIGKILL the child; return what it printed that was not read yet."""
     proc.send_signal(signal.SIGKILL)
-    out, _ = proc.communicate(timeout=30)
+    out, _ = _rest(proc, timeout=30)
     assert proc.returncode == -signal.SIGKILL
     return out.split()
 
@@ -109,12 +122,12 @@ def test_eight_racing_processes_cannot_exceed_the_budget(ledger_target: Target) 
             if waiting is None:  # SQLite does not show its waiters: give them time to reach the lock
                 time.sleep(0.5)
             released = time.time()
-        results = [(p, *p.communicate(timeout=120)) for p in procs]  # reap every child before asserting
+        results = [(p, *_rest(p)) for p in procs]  # reap every child before asserting
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
-                p.communicate(timeout=30)
+                p.wait(timeout=30)
     lines = []
     for p, out, err in results:
         assert p.returncode == 0, err

@@ -119,7 +119,7 @@ def _session(args: argparse.Namespace) -> Any:
     if args.budget_epsilon is not None:
         budget = (PureDP(epsilon=args.budget_epsilon) if not args.budget_delta
                   else ApproxDP(epsilon=args.budget_epsilon, delta=args.budget_delta))
-    elif not Path(args.ledger).exists():
+    elif "://" not in args.ledger and not Path(args.ledger).exists():  # a URL: the server says if it is new
         raise ValueError(f"the ledger {args.ledger!r} does not exist yet: give its total budget with --budget-epsilon "
                          "(and --budget-delta), or point --ledger at an existing ledger.")
     spark = None

@@ -45,7 +45,7 @@ from sqlglot import exp as _exp
 
 from dpkit.errors import DpkitError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PureDP
-from dpkit.ledger import SQLiteLedger
+from dpkit.ledger import Ledger, SQLiteLedger, open_ledger
 from dpkit.query._backends import DuckDBBackend, SparkBackend, is_numeric_type
 from dpkit.query._compile import Compiled, ValueColumn, compile_query, literal, transpile
 from dpkit.query._noise import INTEGER_PRIMITIVES, Measurement, Selection, Split
@@ -173,12 +173,12 @@ class Session:
         if privacy_unit not in self._schema:
             raise ValueError(f"the privacy unit column {privacy_unit!r} is not in the table; its columns are "
                              f"{sorted(self._schema)}.")
-        if isinstance(ledger, SQLiteLedger):
+        if isinstance(ledger, Ledger):
             if budget is not None and budget != ledger.budget:
                 raise ValueError(f"the ledger's budget is {ledger.budget}; got budget={budget}.")
             self.ledger = ledger
         else:
-            self.ledger = SQLiteLedger(ledger, budget=budget)
+            self.ledger = open_ledger(ledger, budget=budget)
 
     @staticmethod
     def _open(data: Any, *, table: str, engine: str | None, spark: Any) -> DuckDBBackend | SparkBackend:
