@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PostgresServer", "SparkCluster", "Unavailable", "free_port"]
+__all__ = ["PostgresServer", "SparkCluster", "Unavailable", "free_port", "stop_leftovers"]
 
 
 class Unavailable(RuntimeError):
@@ -202,13 +202,17 @@ class SparkCluster:
         return Path(pyspark.__file__).parent
 
     @classmethod
-    def start(cls, workers: int = 2, cores: int = 1, memory: str = "1g", timeout: float = 180.0) -> SparkCluster:
+    def start(cls, workers: int = 2, cores: int = 1, memory: str = "1g", timeout: float = 180.0,
+              root: Path | None = None) -> SparkCluster:
+        """Start the daemons of the pyspark this interpreter imports; ``root`` (made if missing) holds their logs."""
         home = cls.spark_home()
-        root = Path(tempfile.mkdtemp(prefix="dpkit-spark-"))
+        root = Path(tempfile.mkdtemp(prefix="dpkit-spark-")) if root is None else Path(root)
+        root.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, SPARK_HOME=str(home), SPARK_DAEMON_MEMORY="256m", SPARK_LOG_DIR=str(root),
                    SPARK_WORKER_DIR=str(root / "work"), PYSPARK_PYTHON=sys.executable,
                    SPARK_LOCAL_IP="127.0.0.1", SPARK_NO_DAEMONIZE="1",
-                   SPARK_DAEMON_JAVA_OPTS="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+                   # the marker lets stop_leftovers find the daemons if this process dies without stop()
+                   SPARK_DAEMON_JAVA_OPTS=f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Ddpkit.cluster={root}")
         spark_class = str(home / "bin" / "spark-class")
         procs: list[subprocess.Popen[bytes]] = []
         logs: list[Path] = []
@@ -262,6 +266,24 @@ class SparkCluster:
         for p in reversed(self.procs):  # workers first: they end their executors
             _end(p)
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def stop_leftovers(root: Path) -> list[int]:
+    """SIGKILL the daemons a :class:`SparkCluster` with this ``root`` left running (its process was killed
+    before ``stop()``), found by the marker on their command line; their pids."""
+    marker = f"-Ddpkit.cluster={root}".encode() + b"\0"
+    killed = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker in (entry / "cmdline").read_bytes():
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(int(entry.name))
+        except (OSError, ProcessLookupError):
+            continue
+    shutil.rmtree(root, ignore_errors=True)
+    return killed
 
 
 def _end(proc: subprocess.Popen[bytes]) -> None:

@@ -112,6 +112,27 @@ def test_bad_connections_are_one_line_errors_without_the_password(target: Target
     assert target.snapshot() == before  # nothing spent, nothing written
 
 
+def test_an_analyst_role_with_the_readme_grants_shares_the_ledger(target: Target,
+                                                                  postgres_server: PostgresServer) -> None:
+    """The README's set-up: the administrator creates the ledger, a second role with the grants it names spends."""
+    PostgresLedger(target.location, budget=PureDP(1.0)).close()
+    name = target.location.rsplit("/", 1)[1]
+    role = f"analyst_{name}"
+    with target.raw() as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'pw'")
+        conn.execute(f"GRANT USAGE ON SCHEMA dpkit_ledger TO {role}")
+        conn.execute(f"GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA dpkit_ledger TO {role}")
+    with PostgresLedger(postgres_server.url(name, user=role, password="pw")) as ledger:
+        ledger.commit(ledger.reserve(PureDP(0.25)))
+        assert ledger.remaining() == PureDP(0.75) and ledger.history()[0].state == "committed"
+    with target.raw() as conn:  # without the budget row's UPDATE right the reserve cannot lock it: refused, no row
+        conn.execute(f"REVOKE UPDATE ON dpkit_ledger.budget FROM {role}")
+    with PostgresLedger(postgres_server.url(name, user=role, password="pw")) as ledger:
+        with pytest.raises(LedgerError, match="permission denied for table budget. Nothing was changed"):
+            ledger.reserve(PureDP(0.25))
+        assert len(ledger.history()) == 1
+
+
 def test_a_server_without_fsync_is_refused(target: Target, postgres_server: PostgresServer) -> None:
     with postgres_server.connect() as admin:
         admin.execute("ALTER SYSTEM SET fsync = off")

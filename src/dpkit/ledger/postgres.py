@@ -232,7 +232,6 @@ class PostgresLedger(SQLLedger):
                 )
             conn.execute("SET synchronous_commit = on")  # a returned commit is in the server's durable WAL
             conn.execute(f"SET lock_timeout = {int(self._timeout * 1000)}")  # ms: waiting for the budget's lock
-            conn.execute("SET idle_in_transaction_session_timeout = 0")
         except LedgerError:
             conn.close()
             raise
