@@ -67,14 +67,25 @@ def _install_postgres() -> str | None:
         conf.parent.mkdir(parents=True, exist_ok=True)
         conf.write_text("create_main_cluster = false\n")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    before = _online_clusters()
     cmd = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "postgresql"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:  # an old package list: update once and retry
         subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, text=True, timeout=900)
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    for version, name in _online_clusters() - before:  # a default cluster the package started after all: stop it
+        subprocess.run(["pg_ctlcluster", version, name, "stop"], capture_output=True, timeout=120)
     if done.returncode != 0:
         return f"apt-get install postgresql failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}"
     return None
+
+
+def _online_clusters() -> set[tuple[str, str]]:
+    """(version, name) of the Debian-managed clusters running now (none where pg_lsclusters is missing)."""
+    if shutil.which("pg_lsclusters") is None:
+        return set()
+    out = subprocess.run(["pg_lsclusters", "-h"], capture_output=True, text=True, timeout=60).stdout
+    return {(f[0], f[1]) for f in (line.split() for line in out.splitlines()) if len(f) > 3 and f[3] == "online"}
 
 
 class PostgresServer:

@@ -3,7 +3,9 @@ r"""The SQLite ledger: a durable, multi-process budget record in a file the user
 Contract
 --------
 ``SQLiteLedger(path, budget=...)`` implements :class:`dpkit.ledger.Ledger` (reserve, commit,
-abort, rollup) over one SQLite file:
+abort, rollup) over one SQLite file; the deciding (validation, composition through the Accountant,
+the two-phase protocol) is :class:`dpkit.ledger._core.SQLLedger`, shared with
+:class:`~dpkit.ledger.PostgresLedger`, and this module only stores:
 
 * **Schema.** ``meta`` (ledger id, schema version), ``budget`` (one row: the total as a
   guarantee type and JSON parameters, written once when the file is created) and ``spends``
