@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-stamp
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,plot,frames,spark]'
+	$(PY) -m pip install --quiet -e '.[test,plot,frames,spark,postgres]'
 	touch $(STAMP)
 
 # The main job: a DP query on the shipped synthetic table.  The ledger ./dpkit-ledger.db holds a total

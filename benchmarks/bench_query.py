@@ -28,6 +28,11 @@ Spark):
 * Tumult Analytics on local Spark (``.bench-venv/tumult``, a venv of its own: it pins pandas 1 and
   numpy 1), two queries (count, sum) of epsilon 0.5 each, as it has no multi-aggregate group-by.
 
+* on a Spark standalone cluster (``--workers`` workers of ``--worker-cores`` cores, each a JVM of its own with
+  one executor JVM, started for the row by ``tests/services.py`` from the row's own pyspark, its start untimed):
+  the plain GROUP BY, dpkit ``Session.sql``, and Tumult on a cluster of the same shape (its own Spark 3.5 daemons,
+  since a Spark 3.5 driver cannot use Spark 4 daemons).  ``--only cluster`` runs just these.
+
 PipelineDP and Tumult take tens of seconds a run at 10^7 rows: they run ``--slow-repeats`` times
 (1 by default at >= 5*10^6 rows) without a full-size warm-up (Tumult warms its JVM on 10^5 rows
 first), and the table says so.
@@ -165,6 +170,28 @@ spark.sparkContext.setLogLevel("ERROR")
 spark_start_s = time.perf_counter() - t
 """
 
+# a Spark standalone cluster of its own for the row (tests/services.py: a master and P["workers"] workers, separate
+# JVMs of the pyspark this interpreter imports, one executor JVM per worker); its start is not timed
+_CLUSTER = """
+import sys
+sys.path.insert(0, os.path.join(os.getcwd(), "tests"))
+from services import SparkCluster
+from pyspark.sql import SparkSession
+t = time.perf_counter()
+cluster = SparkCluster.start(workers=P["workers"], cores=P["worker_cores"], memory=P["worker_memory"],
+                             root=P["cluster_root"])
+spark = (SparkSession.builder.master(cluster.master_url).appName("dpkit-bench-cluster")
+         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+         .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+         .config("spark.driver.memory", "4g").config("spark.executor.memory", P["executor_memory"])
+         .config("spark.sql.shuffle.partitions", str(P["shuffle_partitions"])).getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+_jsc = spark.sparkContext._jsc.sc()
+while _jsc.getExecutorIds().size() < P["workers"]:  # every worker's executor registered before the clock runs
+    time.sleep(0.2)
+spark_start_s = time.perf_counter() - t
+"""
+
 # the raw limit on Spark: plain GROUP BY of the same Parquet file
 RAW_SPARK = _SPARK + """
 def once():
@@ -176,7 +203,18 @@ RESULT = {**timing, "n_cat0": by.get("cat_00"), "n_sum": sum(by.values()), "part
 spark.stop()
 """
 
-DPKIT = "SPARK_START = " + repr(_SPARK) + """
+RAW_CLUSTER = _CLUSTER + """
+def once():
+    return spark.read.parquet(P["path"]).groupBy("category").count().collect()
+timing, rows = _timed(once, P["repeats"], P["warmup"])
+by = {r[0]: r[1] for r in rows}
+RESULT = {**timing, "n_cat0": by.get("cat_00"), "n_sum": sum(by.values()), "partitions": len(by),
+          "spark_start_s": spark_start_s}
+spark.stop()
+cluster.stop()
+"""
+
+DPKIT = "SPARK_START = " + repr(_SPARK) + "\nCLUSTER_START = " + repr(_CLUSTER) + """
 import tempfile
 from dpkit.query import Session
 from dpkit.guarantees import ApproxDP, PureDP
@@ -191,8 +229,8 @@ if P["source"] == "memory":
     load_s = time.perf_counter() - t
     t = time.perf_counter()
     s = Session(con, table="t", privacy_unit="user_id", ledger=os.path.join(d, "ledger.db"), budget=budget)
-elif P["source"] == "spark":
-    exec(SPARK_START)
+elif P["source"] in ("spark", "cluster"):
+    exec(SPARK_START if P["source"] == "spark" else CLUSTER_START)
     load_s = None
     t = time.perf_counter()
     s = Session(P["path"], privacy_unit="user_id", ledger=os.path.join(d, "ledger.db"), budget=budget,
@@ -221,6 +259,9 @@ RESULT = {**timing, "n_cat0": next((x["n"] for x in rows if x["category"] == "ca
           "timings": {k: statistics.median(t[k] for t in timings) for k in timings[0]},
           "count_scale": r.scales["n"]["rows"], "spark_start_s": spark_start_s}
 s.close()
+if P["source"] == "cluster":
+    spark.stop()
+    cluster.stop()
 """
 
 OPENDP = """
@@ -286,7 +327,7 @@ RESULT = {**timing, "n_cat0": out["cat_00"].count if "cat_00" in out else None,
           "n_sum": sum(v.count for v in out.values()), "partitions": len(out)}
 """
 
-TUMULT = """
+TUMULT = "CLUSTER_START = " + repr(_CLUSTER) + """
 import sys
 os.environ["PYSPARK_PYTHON"] = sys.executable  # Spark's Python workers need tmlt too
 from importlib import metadata
@@ -294,9 +335,12 @@ from pyspark.sql import SparkSession
 from tmlt.analytics import (AddRowsWithID, KeySet, MaxGroupsPerID, MaxRowsPerGroupPerID, PureDPBudget,
                             QueryBuilder, Session)
 t = time.perf_counter()
-spark = (SparkSession.builder.master("local[*]").config("spark.driver.memory", "6g")
-         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "8").getOrCreate())
-spark.sparkContext.setLogLevel("ERROR")
+if P.get("source") == "cluster":
+    exec(CLUSTER_START)
+else:
+    spark = (SparkSession.builder.master("local[*]").config("spark.driver.memory", "6g")
+             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "8").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
 start_s = time.perf_counter() - t
 keys = KeySet.from_dict({"category": CATS})
 def once(limit=None):
@@ -327,6 +371,8 @@ RESULT = {**timing, "n_cat0": float(by.get("cat_00", 0)), "n_sum": float(sum(by.
           "spark_start_s": start_s, "warmup_small_s": warmup_s, "extra_peak_rss_bytes": jvm_peak,
           "version": metadata.version("tmlt.analytics") + ", pyspark " + metadata.version("pyspark")}
 spark.stop()
+if P.get("source") == "cluster":
+    cluster.stop()
 """
 
 # label -> (snippet, extra params, group, sanity reference); group "slow" runs --slow-repeats times without
@@ -350,9 +396,16 @@ ROWS: dict[str, tuple[str, dict[str, Any], str, str]] = {
     "OpenDP Polars Context (scan_parquet)": (OPENDP, {}, "peer", "first"),
     "PipelineDP LocalBackend": (PIPELINEDP, {}, "slow", "expected"),
     "Tumult Analytics (local Spark)": (TUMULT, {"source": "spark"}, "slow", "expected"),
+    "Spark GROUP BY, Parquet, standalone cluster (raw limit on the cluster)":
+        (RAW_CLUSTER, {"source": "cluster"}, "raw", "unbounded"),
+    "dpkit Session.sql on the standalone cluster, Parquet, public keys":
+        (DPKIT, {"source": "cluster", "private_keys": False}, "dpkit", "expected"),
+    "Tumult Analytics (standalone cluster)": (TUMULT, {"source": "cluster"}, "slow", "expected"),
 }
 LIMIT_OF = {"memory": "DuckDB GROUP BY, in-memory table (raw limit)", "parquet": "DuckDB GROUP BY, Parquet (raw limit)",
-            "spark": "Spark GROUP BY, Parquet (raw limit on Spark)"}
+            "spark": "Spark GROUP BY, Parquet (raw limit on Spark)",
+            "cluster": "Spark GROUP BY, Parquet, standalone cluster (raw limit on the cluster)"}
+DPKIT_CLUSTER = "dpkit Session.sql on the standalone cluster, Parquet, public keys"
 DPKIT_SPARK = "dpkit Session.sql on local Spark, Parquet, public keys"
 DPKIT_MAIN = "dpkit Session.sql, Parquet, public keys"
 DPKIT_MEMORY = "dpkit Session.sql, in-memory DuckDB table, public keys"
@@ -396,6 +449,10 @@ def main() -> int:
     ap.add_argument("--data-dir", default=os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "dpkit-bench"))
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per row")
     ap.add_argument("--only", nargs="*", default=None, help="run only rows whose label contains one of these words")
+    ap.add_argument("--workers", type=int, default=2, help="workers of the standalone cluster (default 2)")
+    ap.add_argument("--worker-cores", type=int, default=1, help="cores each worker offers (default 1)")
+    ap.add_argument("--worker-memory", default="4g", help="memory each worker offers (default 4g)")
+    ap.add_argument("--executor-memory", default="3g", help="heap of each executor on the cluster (default 3g)")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     if args.repeats < 3:
@@ -404,12 +461,27 @@ def main() -> int:
     slow_repeats = args.slow_repeats or (1 if args.rows >= 5 * 10**6 else args.repeats)
     env = H.environment(["duckdb", "pyarrow", "polars", "sqlglot", "opendp", "pipeline-dp"])  # load average now
     path = _data_path(args)
-    base = {"path": str(path), "rows": args.rows, "users": args.users, "categories": args.categories, "seed": SEED}
+    base = {"path": str(path), "rows": args.rows, "users": args.users, "categories": args.categories, "seed": SEED,
+            "workers": args.workers, "worker_cores": args.worker_cores, "worker_memory": args.worker_memory,
+            "executor_memory": args.executor_memory, "shuffle_partitions": 2 * args.workers * args.worker_cores}
 
     def run(code: str, label: str, python: str | None = None, memory_gib: float = 12.0, **extra: Any) -> dict[str, Any]:
-        params = {**base, **extra}
-        res = H.run_isolated(PRELUDE.format(params=params) + code, label=label, timeout_s=args.timeout,
-                             memory_gib=memory_gib, python=python)
+        import tempfile
+
+        sys.path.insert(0, str(H.ROOT / "tests"))
+        from services import stop_leftovers
+
+        cluster_root = tempfile.mkdtemp(prefix="dpkit-bench-cluster-")  # the row's cluster daemons, if it starts any
+        params = {**base, **extra, "cluster_root": cluster_root}
+        if extra.get("source") == "cluster":
+            memory_gib = max(memory_gib, 64.0)  # the cap is per process: each JVM reserves its heap and more
+        try:
+            res = H.run_isolated(PRELUDE.format(params=params) + code, label=label, timeout_s=args.timeout,
+                                 memory_gib=memory_gib, python=python)
+        finally:
+            left = stop_leftovers(Path(cluster_root))  # a row killed by its timeout leaves its daemons behind
+            if left:
+                print(f"  ({label}: stopped {len(left)} Spark daemons it left running)", file=sys.stderr, flush=True)
         status = f"{res['result'].get('median_s', 0):.3f} s median" if res.get("ok") else res.get("error")
         print(f"  {label}: {status}", file=sys.stderr, flush=True)
         return res
@@ -484,6 +556,11 @@ def main() -> int:
     if spark_t and tumult_t:
         bars.append(f"- on the same engine (local Spark, 2 cores): dpkit {H.fmt_time(spark_t)} vs Tumult "
                     f"{H.fmt_time(tumult_t)} ({tumult_t / spark_t:.1f}x faster)")
+    cluster_t, tumult_cluster_t = median(DPKIT_CLUSTER), median("Tumult Analytics (standalone cluster)")
+    if cluster_t and tumult_cluster_t:
+        bars.append(f"- on the same standalone cluster ({args.workers} workers x {args.worker_cores} core, an executor "
+                    f"of {args.executor_memory} each): dpkit {H.fmt_time(cluster_t)} vs Tumult "
+                    f"{H.fmt_time(tumult_cluster_t)} ({tumult_cluster_t / cluster_t:.1f}x faster)")
     for peer in ("OpenDP Polars Context (scan_parquet)", "PipelineDP LocalBackend", "Tumult Analytics (local Spark)"):
         p = median(peer)
         if main_t and p:

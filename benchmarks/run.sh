@@ -8,7 +8,9 @@
 #
 #   bash benchmarks/run.sh                 # all benchmarks
 #   bash benchmarks/run.sh divergences     # only bench_divergences.py
-#   bash benchmarks/run.sh query           # only bench_query.py (10^7 rows, about 6 minutes)
+#   bash benchmarks/run.sh query           # only bench_query.py (10^7 rows, about 6 minutes; with the
+#                                          # standalone-cluster rows, more: see its docstring)
+#   bash benchmarks/run.sh ledger          # only bench_ledger.py (a throwaway PostgreSQL server; ~10 minutes)
 #   BENCH_REINSTALL=1 bash benchmarks/run.sh   # retry the peer installs
 #
 # A peer that fails to install is skipped (its benchmark rows then say "not installed"); the list
@@ -77,6 +79,17 @@ if [ ! -f "$QSTAMP" ] || [ -n "${BENCH_REINSTALL:-}" ]; then
             rm -rf "$VENV/tumult"
             echo "   tmlt.analytics did NOT install; the query benchmark skips it (log: .bench-venv/pip-tumult.log)"
         fi
+    fi
+fi
+
+# bench_ledger.py: psycopg for the PostgreSQL ledger (the server itself comes from tests/services.py)
+LSTAMP="$VENV/.ledger-installed-stamp"
+if [ ! -f "$LSTAMP" ] || [ -n "${BENCH_REINSTALL:-}" ]; then
+    echo "== installing the ledger benchmark's driver (psycopg)"
+    if "$PY" -m pip install --quiet "psycopg[binary]>=3.1" > "$VENV/pip-ledger.log" 2>&1; then
+        touch "$LSTAMP"
+    else
+        echo "   psycopg did NOT install (log: .bench-venv/pip-ledger.log)"
     fi
 fi
 

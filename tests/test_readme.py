@@ -3,6 +3,8 @@
 
 ``make`` lines are left out (they would run this test suite inside itself); snippets write their ledgers
 and plots under /tmp/readme-*, which are removed first so that every run starts from a fresh budget.
+Blocks fenced as ```shell or ```py show administration that needs infrastructure (a PostgreSQL server,
+a Spark cluster); they are not run here, and ``tests/ledger`` and ``tests/query`` test what they do.
 """
 
 from __future__ import annotations

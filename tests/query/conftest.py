@@ -9,6 +9,10 @@ Markers
   ``spark`` tests only these two are ignored.  Nothing else is: PySpark's own warnings (e.g. a
   config it cannot set) still fail the test.
 * ``slow``: left out of the default run by ``tests/conftest.py`` (``make test-all`` runs them).
+
+Fixtures: ``open_session`` (sessions over small tables, closed afterwards) and ``spark_cluster``, a
+Spark standalone master and two workers, separate JVMs started by :class:`services.SparkCluster` for
+the module that asks for it and stopped when that module ends.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import pytest
 
 from dpkit.guarantees import ApproxDP, PureDP
 from dpkit.query import Session
+from services import SparkCluster, Unavailable
 
 HERE = Path(__file__).parent
 
@@ -29,7 +34,8 @@ SPARK_WARNINGS = ("ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExc
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "spark: starts PySpark (classic local mode or Spark Connect); needs Java 17")
+    config.addinivalue_line("markers", "spark: starts PySpark (classic local mode, a standalone cluster or Spark "
+                                       "Connect); needs Java 17")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -57,3 +63,16 @@ def open_session(tmp_path: Path) -> Iterator[Callable[..., Session]]:
     yield make
     for s in opened:
         s.close()
+
+
+@pytest.fixture(scope="module")
+def spark_cluster() -> Iterator[SparkCluster]:
+    """A standalone master and two workers (1 core, 1 GiB each) on 127.0.0.1; stopped after the module."""
+    try:
+        cluster = SparkCluster.start(workers=2, cores=1, memory="1g")
+    except Unavailable as exc:
+        pytest.skip(f"no Spark standalone cluster: {exc}")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

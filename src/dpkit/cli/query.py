@@ -79,7 +79,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--split", default=None, metavar="NAME=SHARE,...",
                    help="budget shares by output column (and partition_selection), summing to 1; equal by default")
     p.add_argument("--confidence", type=float, default=0.95, help="level of the intervals (default 0.95)")
-    p.add_argument("--ledger", default="dpkit-ledger.db", help="ledger file (default ./dpkit-ledger.db)")
+    p.add_argument("--ledger", default="dpkit-ledger.db",
+                   help="ledger: a SQLite file (default ./dpkit-ledger.db) or a postgresql://user@host/db URL")
     p.add_argument("--budget-epsilon", type=float, default=None, help="total epsilon of a new ledger")
     p.add_argument("--budget-delta", type=float, default=0.0, help="total delta of a new ledger (default 0)")
     p.add_argument("--table", default="t", help="the table's name in the SQL (default t)")
@@ -103,6 +104,12 @@ def _pairs(items: list[str], what: str) -> dict[str, str]:
             raise ValueError(f"{what} must look like NAME=VALUE; got {item!r}.")
         out[name.strip()] = value.strip()
     return out
+
+
+def _where(session: Any) -> str:
+    """The ledger's path or URL as the ledger states it (a password given in --ledger is never printed)."""
+    ledger = session.ledger
+    return str(getattr(ledger, "url", None) or getattr(ledger, "path", None) or type(ledger).__name__)
 
 
 def _json_safe(x: Any) -> Any:
@@ -171,7 +178,7 @@ def _session(args: argparse.Namespace) -> Any:
     if args.budget_epsilon is not None:
         budget = (PureDP(epsilon=args.budget_epsilon) if not args.budget_delta
                   else ApproxDP(epsilon=args.budget_epsilon, delta=args.budget_delta))
-    elif not Path(args.ledger).exists():
+    elif "://" not in args.ledger and not Path(args.ledger).exists():  # a URL: the server says if it is new
         raise ValueError(f"the ledger {args.ledger!r} does not exist yet: give its total budget with --budget-epsilon "
                          "(and --budget-delta), or point --ledger at an existing ledger.")
     spark = None
@@ -211,19 +218,19 @@ def run(args: argparse.Namespace) -> int:
             plan = session.plan(args.sql, **options)
             print(plan)
             print(f"SQL ({session.engine}):\n{plan.sql}")
-            print(f"budget left in {args.ledger}: {format_guarantee(session.remaining())} (nothing was spent)")
+            print(f"budget left in {_where(session)}: {format_guarantee(session.remaining())} (nothing was spent)")
             return 0
         rng = None if args.seed is None else insecure_seeded(args.seed)
         result = session.sql(args.sql, confidence=args.confidence, rng=rng, progress=say, **options)
         if args.json:
             print(json.dumps(_json_safe({"columns": list(result.columns), "rows": result.to_dicts(),
                                          "cost": format_guarantee(result.guarantee), "remaining": format_guarantee(result.remaining),
-                                         "ledger": args.ledger, "insecure": result.insecure,
+                                         "ledger": _where(session), "insecure": result.insecure,
                                          "selection": result.selection, "details": result.details}),
                              indent=2, allow_nan=False))
         else:
             print(result)
-            print(f"budget left in {args.ledger}: {format_guarantee(result.remaining)}")
+            print(f"budget left in {_where(session)}: {format_guarantee(result.remaining)}")
         return 0
     finally:
         session.close()

@@ -127,6 +127,13 @@ class Ledger(Protocol):
 
     def rollup(self) -> Rollup: ...
 
+    @property
+    def budget(self) -> Budget: ...
+
+    def remaining(self) -> Budget: ...
+
+    def close(self) -> None: ...
+
 
 # ---- the record format ----------------------------------------------------------------------------
 def _num(x: object) -> str:

@@ -52,7 +52,7 @@ from sqlglot import exp as _exp
 
 from dpkit.errors import DpkitError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PureDP
-from dpkit.ledger import SQLiteLedger
+from dpkit.ledger import Ledger, SQLiteLedger, open_ledger
 from dpkit.query._backends import DuckDBBackend, SparkBackend, is_numeric_type
 from dpkit.query._compile import (Compiled, ValueColumn, compile_query, engine_sql, join_equalities, literal,
                                   rows_source, transpile)
@@ -166,8 +166,9 @@ class Session:
     privacy_unit : str
         The column identifying whose data a row is (e.g. ``user_id``); neighbouring tables differ
         by all rows of one unit.
-    ledger : str, path or SQLiteLedger
-        Where spends are recorded durably (created if missing; then ``budget`` is required).
+    ledger : str, path, URL or Ledger
+        Where spends are recorded durably: a SQLite file, a ``postgresql://`` URL (a shared PostgreSQL
+        ledger) or an open ledger (created if missing; then ``budget`` is required).
     budget : PureDP or ApproxDP, optional
         The total budget of a new ledger; an existing ledger keeps its own (a different one is refused).
     table : str, default "t"
@@ -214,12 +215,12 @@ class Session:
                 raise ValueError(f"a public table needs a plain SQL name other than {table!r}; got {name!r}.")
             relation = self._backend.register_public(name, pdata)
             self._public[name] = (relation, self._backend.schema_of(relation))
-        if isinstance(ledger, SQLiteLedger):
+        if isinstance(ledger, Ledger):
             if budget is not None and budget != ledger.budget:
                 raise ValueError(f"the ledger's budget is {ledger.budget}; got budget={budget}.")
             self.ledger = ledger
         else:
-            self.ledger = SQLiteLedger(ledger, budget=budget)
+            self.ledger = open_ledger(ledger, budget=budget)
 
     @staticmethod
     def _open(data: Any, *, table: str, engine: str | None, spark: Any,
