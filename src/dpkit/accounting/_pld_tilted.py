@@ -372,7 +372,10 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
         if w < w_above:
             w_above, alias_lam, alias_K = w, lp, Kp
     W = max(w_below, w_above, 8.0 * sd, 64 * g)
+    # the pessimistic law's mass above the window is added as e^{C - lam a_hi}: below delta e^{-30} there
     a_hi = eps0 + 2.0 * sd + (30.0 / lam if lam > 0 else 8.0 * sd)
+    if lam > 0:
+        a_hi = max(a_hi, (C - target) / lam)
     a_lo = a_hi - W
     lo_i, hi_i = math.floor(a_lo / g), math.ceil(a_hi / g)
     if lo_i < lo_support:  # keep the length: move the window up instead
