@@ -167,6 +167,7 @@ class Tilted:
     err2: float
     rel: float  # pointwise relative error of the composed masses (tilt weights, untilting)
     width: float  # W = N grid: the circle's length in loss units (a mass wraps by multiples of W)
+    cut_hi: bool  # is there composed mass above the window?
     log_below: float  # ln bound, in delta units, on what mass below the window adds by wrapping (optimistic)
     alias_lam: float  # lambda' > lam of the Chernoff bound on mass wrapping down from above (optimistic)
     alias_K: float  # sum_i k_i ln M_i(lambda') of these factors
@@ -227,8 +228,8 @@ class Tilted:
             log_p = self.C + _lse(np.log(out[keep]) + lp)
             log_p2 = 0.5 * _lse(2.0 * lp) if lp.size else -math.inf
         sum_rel = (lp.size + 16) * 4.0 * _U + self.rel
-        terms = [log_p + math.log1p(sum_rel), rest, self.C - lam * (self.start + self.out.size - 1) * self.grid,
-                 self.C - lam * x + self.log_tail]
+        above = self.C - lam * (self.start + self.out.size - 1) * self.grid if self.cut_hi else -math.inf
+        terms = [log_p + math.log1p(sum_rel), rest, above, self.C - lam * x + self.log_tail]
         if self.err2 > 0:
             terms.append(self.C + log_p2 + math.log(self.err2))
         if self.infinity_mass > 0:
@@ -254,7 +255,7 @@ class Tilted:
             log_fft = float(np.logaddexp(log_fft, self.C - lam * float(s[-1] if s.size else eps)
                                          - 0.5 * math.log(-math.expm1(-2.0 * lam * g)) + math.log(self.err2)))
         # the pessimistic law's mass above the window (tilted total <= 1): at most e^{C - lam s_top}
-        log_above_term = self.C - lam * (self.start + self.out.size - 1) * g
+        log_above_term = self.C - lam * (self.start + self.out.size - 1) * g if self.cut_hi else -math.inf
         log_tail_term = self.C - lam * eps + self.log_tail
         # rounding of the factors' masses: eta P(S > eps - g); mass removed near the bottom of each factor
         # (within nu_reach of its lowest loss): nu_low P(S > eps - nu_reach); the rest by Chernoff
@@ -297,12 +298,26 @@ class Tilted:
         return float(special.logsumexp(terms))
 
 
+def _trimmed(f: Factor) -> Factor:
+    """The factor without zero masses at either end (so that its support, and the window's, is tight)."""
+    nz = np.nonzero(f.mass)[0]
+    if nz.size == 0 or (nz[0] == 0 and nz[-1] == f.mass.size - 1):
+        return f
+    a, b = int(nz[0]), int(nz[-1]) + 1
+    nu = None if f.nu is None else f.nu[a:b]
+    if f.nu is not None and (np.any(f.nu[:a] > 0) or np.any(f.nu[b:] > 0)):
+        return f  # removed mass sits there: keep the points
+    return Factor(grid=f.grid, offset=f.offset + a, mass=f.mass[a:b], infinity_mass=f.infinity_mass,
+                  pessimistic=f.pessimistic, eta=f.eta, nu=nu, log_tail=f.log_tail, max_loss=f.max_loss,
+                  lam_max=f.lam_max)
+
+
 def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: float | None = None,
                    log_delta: float | None = None, extended: bool | None = None) -> Tilted:
     """The tilted composition of ``k_i`` copies of each factor (same grid, same pessimism), in an FFT
     window around ``center`` (the eps of interest) long enough that wrap-around is negligible next to
     ``log_delta`` (see :meth:`Tilted.log_alias`)."""
-    items = [(f, int(k)) for f, k in parts]
+    items = [(_trimmed(f), int(k)) for f, k in parts]
     first = items[0][0]
     g, pess = first.grid, first.pessimistic
     for f, _ in items[1:]:
@@ -378,9 +393,10 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
         a_hi = max(a_hi, (C - target) / lam)
     a_lo = a_hi - W
     lo_i, hi_i = math.floor(a_lo / g), math.ceil(a_hi / g)
+    if hi_i > hi_support:  # keep the length: move the window down instead
+        lo_i, hi_i = lo_i - (hi_i - hi_support), hi_support
     if lo_i < lo_support:  # keep the length: move the window up instead
-        lo_i, hi_i = lo_support, hi_i + (lo_support - lo_i)
-    hi_i = min(hi_i, hi_support)
+        lo_i, hi_i = lo_support, min(hi_i + (lo_support - lo_i), hi_support)
     lo_i = max(min(lo_i, hi_support), lo_support)
     cut_lo, cut_hi = lo_i > lo_support, hi_i < hi_support
     width = hi_i - lo_i + 1
@@ -443,7 +459,7 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
         la = np.log(out) - lam * s
     suf_a = np.logaddexp.accumulate(la[::-1])[::-1]
     suf_b = np.logaddexp.accumulate((la - s)[::-1])[::-1]
-    return Tilted(grid=g, lam=lam, start=lo_i, out=_readonly(out), C=C, err2=err2, rel=rel, width=Wl, log_below=log_below,
+    return Tilted(grid=g, lam=lam, start=lo_i, out=_readonly(out), C=C, err2=err2, rel=rel, width=Wl, log_below=log_below, cut_hi=cut_hi,
                   alias_lam=alias_lam, alias_K=alias_K, nu_low=nu_low, nu_reach=nu_reach,
                   log_tail=log_tail, log_nu=log_nu, eta=eta, second=math.exp(2.0 * pert) * (1.0 + 1e-9),
                   infinity_mass=min(inf_mass, 1.0), pessimistic=pess, max_loss=max_loss,
@@ -468,32 +484,37 @@ def _exact_moments(parts: Sequence[tuple[Factor, int]], lam: float) -> tuple[flo
 
 def saddle_lambda(parts: Sequence[tuple[Factor, int]], log_delta: float, block_loss: float = 0.0,
                   hint: float | None = None) -> tuple[float, float, float]:
-    """(lambda, eps, sd): the tilt whose saddle-point approximation of ln delta(eps) at eps = K'(lambda),
-    K - lambda K' - ln(lambda (lambda + 1)) - ln(2 pi K'') / 2, is ``log_delta`` (Daniels 1954; with
-    the hockey-stick kernel 1/(lambda (lambda + 1))), by bisection in ln lambda on the factors' exact
-    tilted moments.  Only steers the computation; never certifies."""
-    def approx(lam: float) -> tuple[float, float, float]:
-        K, m, v = _exact_moments(parts, lam)
-        return K - lam * m - math.log(lam * (lam + 1.0)) - 0.5 * math.log(2.0 * math.pi * max(v, 1e-300)), m, v
+    """(lambda, eps, sd): the tilt of the Chernoff bound for delta, lambda K'(lambda) - K(lambda)
+    + ln(1 + lambda) = -ln delta (the exponent of delta <= e^{K - lambda eps} / (1 + lambda) at
+    eps = K'(lambda); the left side increases with lambda), by bisection in ln lambda on the factors' exact
+    tilted moments.  Robust where the tilted law is far from normal (atoms at the largest loss, heavy
+    jumps); only steers the computation, never certifies."""
+    target = -log_delta
 
-    lo, hi = (hint / 3.0, hint * 3.0) if hint else (1e-3, 1e4)
-    a_lo, m_lo, v_lo = approx(lo)
-    while a_lo <= log_delta and lo > 1e-6:  # the root is below: widen
+    def h(lam: float) -> tuple[float, float, float]:
+        K, m, v = _exact_moments(parts, lam)
+        return lam * m - K + math.log1p(lam), m, v
+
+    lo, hi = (hint / 4.0, hint * 4.0) if hint else (1e-3, 1e3)
+    h_lo, m_lo, v_lo = h(lo)
+    while h_lo > target and lo > 1e-8:
         lo /= 8.0
-        a_lo, m_lo, v_lo = approx(lo)
-    a_hi, m_hi, v_hi = approx(hi)
-    while a_hi > log_delta and hi < 1e6:
-        hi *= 8.0
-        a_hi, m_hi, v_hi = approx(hi)
-    if a_lo <= log_delta:
-        return lo, m_lo, math.sqrt(v_lo)
-    if a_hi > log_delta:
-        return hi, m_hi, math.sqrt(v_hi)
+        h_lo, m_lo, v_lo = h(lo)
+    h_hi, m_hi, v_hi = h(hi)
+    while h_hi < target and hi < 1e7:
+        h_new, m_new, v_new = h(hi * 8.0)
+        if h_new - h_hi < 1e-9 * max(1.0, abs(h_hi)):  # saturated: an atom at the largest loss carries delta
+            break
+        hi, h_hi, m_hi, v_hi = hi * 8.0, h_new, m_new, v_new
+    if h_lo >= target:
+        return lo, m_lo, math.sqrt(max(v_lo, 0.0))
+    if h_hi <= target:
+        return hi, m_hi, math.sqrt(max(v_hi, 0.0))
     m, v = m_hi, v_hi
     for _ in range(40):
         mid = math.sqrt(lo * hi)
-        a, m, v = approx(mid)
-        if a > log_delta:
+        val, m, v = h(mid)
+        if val < target:
             lo = mid
         else:
             hi = mid

@@ -287,11 +287,15 @@ def epsilon_bounds(directions: Sequence[Parts], delta: float, *, grid: float | N
     lower = min(epsilon_lower(compose_parts(first, log_delta=ld, grid=grid, grid_factor=gf0,
                                             which=(False,))[False], ld), upper)
     width = (upper - lower) / upper if upper > 0 else 0.0
-    if grid is None and grid_factor is None and math.isfinite(upper) and width > target_width:
-        gf = gf0 * min(1.0, max(1.0 / 16.0, (0.5 * target_width / width) ** 0.5))
+    gf = gf0
+    for _ in range(2):
+        if not (grid is None and grid_factor is None and math.isfinite(upper) and width > target_width):
+            break
+        gf = gf * min(1.0, max(1.0 / 16.0, (0.5 * target_width / width) ** 0.5))
         ts = compose_parts(first, log_delta=ld, grid_factor=gf)
         upper = min(upper, epsilon_upper(ts[True], ld))
         lower = max(lower, min(epsilon_lower(ts[False], ld), upper))
+        width = (upper - lower) / upper if upper > 0 else 0.0
     for i in order[1:]:
         if ups[i] <= upper:
             continue  # its own pessimistic epsilon is already below the upper end
