@@ -391,6 +391,8 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
     a_hi = eps0 + 2.0 * sd + (30.0 / lam if lam > 0 else 8.0 * sd)
     if lam > 0:
         a_hi = max(a_hi, (C - target) / lam)
+    if not math.isfinite(W):  # no tilt: nothing below the window may wrap, so it starts at the support's bottom
+        W = a_hi - lo_support * g
     a_lo = a_hi - W
     lo_i, hi_i = math.floor(a_lo / g), math.ceil(a_hi / g)
     if hi_i > hi_support:  # keep the length: move the window down instead
@@ -461,7 +463,7 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
     suf_b = np.logaddexp.accumulate((la - s)[::-1])[::-1]
     return Tilted(grid=g, lam=lam, start=lo_i, out=_readonly(out), C=C, err2=err2, rel=rel, width=Wl, log_below=log_below, cut_hi=cut_hi,
                   alias_lam=alias_lam, alias_K=alias_K, nu_low=nu_low, nu_reach=nu_reach,
-                  log_tail=log_tail, log_nu=log_nu, eta=eta, second=math.exp(2.0 * pert) * (1.0 + 1e-9),
+                  log_tail=log_tail, log_nu=log_nu, eta=eta, second=math.exp(min(2.0 * pert, 700.0)) * (1.0 + 1e-9),
                   infinity_mass=min(inf_mass, 1.0), pessimistic=pess, max_loss=max_loss,
                   log_suffix_a=_readonly(suf_a), log_suffix_b=_readonly(suf_b))
 

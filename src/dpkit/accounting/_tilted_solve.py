@@ -160,6 +160,10 @@ def compose_parts(parts: Parts, *, log_delta: float | None = None, eps: float | 
     centred on that root."""
     k_total = sum(k for _, k in parts)
     lam, e_star, sd, g, fine = _steer(parts, log_delta, eps, k_total, grid, grid_factor)
+    if log_delta is None and lam > 0:
+        # delta at a given eps: steer the window and the FFT's tilt by the saddle-point estimate of delta
+        K, _, var = _exact_moments(fine[True], lam)
+        log_delta = min(-1.0, K - lam * float(eps) - math.log(lam * (lam + 1.0) * math.sqrt(2.0 * math.pi * max(var, 1e-300))))  # type: ignore[arg-type]
     z = math.sqrt(-2.0 * log_delta) if log_delta is not None and log_delta < 0 else 4.0
     alphas = (max(0.5, 1.0 - 5.3 / z), 0.8, 1.0)
     for attempt, alpha in enumerate(alphas):

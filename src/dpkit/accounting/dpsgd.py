@@ -407,7 +407,11 @@ def calibrate_sigma(*, epsilon: float, delta: float, sampling_rate: float, steps
     def phase(sig: float) -> DPSGDStep:
         return DPSGDStep(sigma=sig, sampling_rate=q, steps=t, sampling=s, neighboring=n)  # type: ignore[arg-type]
 
-    at_max = _upper_at(phase(s_max), d, None)
+    at_max = math.inf
+    if (s, n) == ("poisson", "add_remove") and q < 1.0:  # the RDP bound is valid too, and cheap at large sigma
+        at_max = float(dpsgd_rdp_epsilon(delta=d, sigma=s_max, sampling_rate=q, steps=t))
+    if at_max > e:
+        at_max = min(at_max, _upper_at(phase(s_max), d, None))
     if at_max > e:
         raise ValueError(f"epsilon={e:g} at delta={d:g} is not reachable with sigma <= sigma_max={s_max:g}: there "
                          f"epsilon is {at_max:.6g} after {t} steps at q={q:g}; raise sigma_max, lower the number "
