@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test test-all bench clean
+.PHONY: run test test-all test-torch bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,4 +32,22 @@ bench: $(STAMP)
 	bash benchmarks/run.sh
 
 clean:
-	rm -rf $(VENV) .bench-venv .pytest_cache
+	rm -rf $(VENV) $(TORCH_VENV) .bench-venv .pytest_cache
+
+# The heavy integration tests: a real Opacus training loop and a plain PyTorch DP-SGD loop on the CPU, with
+# dpkit's accountant (tests/integrations).  Their own venv, so the default `make test` stays light: CPU
+# torch 2.13.0 (a wheel on this machine's disk; a bare `torch` would pull a CUDA build of several GB) and
+# Opacus without its dependencies (it would otherwise ask for torch again).
+TORCH_VENV  := .venv-torch
+TORCH_STAMP := $(TORCH_VENV)/.installed-stamp
+
+$(TORCH_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(TORCH_VENV)
+	$(TORCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(TORCH_VENV)/bin/python -m pip install --quiet torch==2.13.0
+	$(TORCH_VENV)/bin/python -m pip install --quiet --no-deps opacus==1.6.0 opt-einsum
+	$(TORCH_VENV)/bin/python -m pip install --quiet -e '.[test]'
+	touch $(TORCH_STAMP)
+
+test-torch: $(TORCH_STAMP)
+	$(TORCH_VENV)/bin/python -m pytest tests/integrations -p no:cacheprovider

@@ -325,7 +325,12 @@ def main() -> int:
     ap.add_argument("--python", default=BENCH_PY)
     ap.add_argument("--only", default="", help="comma list of case kinds (a,b,c,d)")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--dpsgd", action="store_true", help="the DP-SGD benchmark of issue 10 instead")
+    ap.add_argument("--steps", default="", help="--dpsgd: comma list of T (default 1e4,1e5,1e6)")
+    ap.add_argument("--calibrate", action="store_true", help="--dpsgd: also calibrate sigma")
     args = ap.parse_args()
+    if args.dpsgd:
+        return dpsgd_main(args)
     only = set(args.only.split(",")) if args.only else None
 
     all_results: list[dict[str, Any]] = []
@@ -452,6 +457,148 @@ def main() -> int:
         print(md)
     return 0
 
+
+
+
+# ================================================================================================================
+# Issue 10 (DP-SGD): epsilon(delta = 1e-5) after T Poisson-subsampled Gaussian steps and calibration of sigma, with
+# dp_accounting's PLD, prv_accountant, Opacus's RDP and PRV accountants in the same run.
+#
+#     .bench-venv/bin/python benchmarks/bench_accounting.py --dpsgd [--steps 10000,100000] [--calibrate]
+#
+# Bar: each epsilon under 2 s and 2 GiB, the interval at most 1e-4 of epsilon wide; calibration of sigma for
+# epsilon in {1, 3, 8} at q = 1e-3, T = 1e5 under 10 s each, sigma no larger than any peer's whose epsilon (by
+# dpkit's interval) meets the target.  Independent check of the interval: Opacus's RDP value (a valid upper bound)
+# must not be below dpkit's lower end.
+DPSGD_Q = (1e-3, 1e-2)
+DPSGD_SIGMA = (0.8, 1.1)
+DPSGD_T = (10**4, 10**5, 10**6)
+
+
+def dpsgd_snippets(q: float, sigma: float, t: int) -> list[tuple[str, str]]:
+    return [
+        ("dpkit dpsgd_epsilon (tilted PLD, certified)", f"""
+from dpkit.accounting import dpsgd_epsilon
+def compute():
+    iv = dpsgd_epsilon(sigma={sigma!r}, sampling_rate={q!r}, steps={t}, delta=1e-5)
+    return dict(eps=iv.upper, lower=iv.lower, upper=iv.upper)
+""" + TIMER),
+        ("dp_accounting PLD (vdi 1e-4)", f"""
+import dp_accounting
+from dp_accounting.pld import PLDAccountant
+def compute():
+    acc = PLDAccountant(value_discretization_interval=1e-4)
+    acc.compose(dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent({q!r}, dp_accounting.GaussianDpEvent({sigma!r})), {t}))
+    e = acc.get_epsilon(1e-5)
+    return dict(eps=e, upper=e)
+""" + TIMER),
+        ("prv_accountant (eps_error 0.01)", f"""
+from prv_accountant.dpsgd import DPSGDAccountant
+def compute():
+    acc = DPSGDAccountant(noise_multiplier={sigma!r}, sampling_probability={q!r}, eps_error=0.01,
+                          delta_error=1e-8, max_steps={t})
+    lo, est, up = acc.compute_epsilon(delta=1e-5, num_steps={t})
+    return dict(eps=est, lower=lo, upper=up)
+""" + TIMER),
+        ("Opacus RDPAccountant", f"""
+from opacus.accountants import RDPAccountant
+def compute():
+    acc = RDPAccountant(); acc.history = [({sigma!r}, {q!r}, {t})]
+    e = acc.get_epsilon(1e-5)
+    return dict(eps=e, upper=e)
+""" + TIMER),
+        ("Opacus PRVAccountant", f"""
+from opacus.accountants import PRVAccountant
+def compute():
+    acc = PRVAccountant(); acc.history = [({sigma!r}, {q!r}, {t})]
+    e = acc.get_epsilon(1e-5)
+    return dict(eps=e, upper=e)
+""" + TIMER),
+    ]
+
+
+def calibration_snippets(eps: float) -> list[tuple[str, str]]:
+    q, t = 1e-3, 10**5
+    return [
+        ("dpkit calibrate_sigma", f"""
+from dpkit.accounting import calibrate_sigma
+def compute():
+    c = calibrate_sigma(epsilon={eps!r}, delta=1e-5, sampling_rate={q!r}, steps={t})
+    return dict(sigma=c.value, upper=c.interval.upper, beyond=c.beyond_upper)
+"""),
+        ("Opacus get_noise_multiplier (rdp)", f"""
+from opacus.accountants.utils import get_noise_multiplier
+def compute():
+    return dict(sigma=get_noise_multiplier(target_epsilon={eps!r}, target_delta=1e-5, sample_rate={q!r},
+                                           steps={t}, accountant="rdp", epsilon_tolerance=0.001))
+"""),
+        ("Opacus get_noise_multiplier (prv)", f"""
+from opacus.accountants.utils import get_noise_multiplier
+def compute():
+    return dict(sigma=get_noise_multiplier(target_epsilon={eps!r}, target_delta=1e-5, sample_rate={q!r},
+                                           steps={t}, accountant="prv", epsilon_tolerance=0.001))
+"""),
+        ("dp_accounting calibrate_dp_mechanism (PLD)", f"""
+import dp_accounting
+from dp_accounting.pld import PLDAccountant
+def compute():
+    ev = lambda s: dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent({q!r}, dp_accounting.GaussianDpEvent(s)), {t})
+    s = dp_accounting.calibrate_dp_mechanism(PLDAccountant, ev, {eps!r}, 1e-5,
+                                             dp_accounting.LowerEndpointAndGuess(0.3, 1.0), tol=1e-4)
+    return dict(sigma=s)
+"""),
+    ]
+
+
+ONE_RUN = """
+import time
+from _harness import current_rss_bytes
+_t = time.perf_counter(); _r = compute(); _first = time.perf_counter() - _t
+RESULT = dict(_r, time_s=_first, runs=1)
+"""
+
+
+def dpsgd_main(args: argparse.Namespace) -> int:
+    import json
+    import platform
+
+    steps = tuple(int(float(x)) for x in args.steps.split(",")) if args.steps else DPSGD_T
+    rows: list[dict[str, Any]] = []
+    lines = ["| case | accountant | epsilon (lower, upper) | time s | peak RSS MiB |", "|---|---|---|---|---|"]
+    for q in DPSGD_Q:
+        for sigma in DPSGD_SIGMA:
+            for t in steps:
+                case = f"q={q:g}, sigma={sigma:g}, T={t}"
+                for label, code in dpsgd_snippets(q, sigma, t):
+                    r = H.run_isolated(code, label=label, timeout_s=args.timeout, memory_gib=args.memory_gib,
+                                       python=args.python)
+                    res = r.get("result") or {}
+                    row = dict(case=case, accountant=label, ok=r.get("ok"), error=r.get("error"),
+                               peak_rss_bytes=r.get("peak_rss_bytes"), **res)
+                    rows.append(row)
+                    eps = (f"{res.get('eps', float('nan')):.6g} ({res.get('lower', float('nan')):.8g}, "
+                           f"{res.get('upper', float('nan')):.8g})") if r.get("ok") else f"failed: {r.get('error')}"
+                    lines.append(f"| {case} | {label} | {eps} | {res.get('time_s', float('nan')):.3g} "
+                                 f"({res.get('runs', 0)} runs) | {(r.get('peak_rss_bytes') or 0) / 2**20:.0f} |")
+                    print(lines[-1], flush=True)
+    if args.calibrate:
+        lines += ["", "| target epsilon | calibrator | sigma | time s |", "|---|---|---|---|"]
+        for eps in (1.0, 3.0, 8.0):
+            for label, code in calibration_snippets(eps):
+                r = H.run_isolated(code + ONE_RUN, label=label, timeout_s=args.timeout, memory_gib=args.memory_gib,
+                                   python=args.python)
+                res = r.get("result") or {}
+                rows.append(dict(calibration=eps, calibrator=label, ok=r.get("ok"), error=r.get("error"), **res))
+                lines.append(f"| {eps:g} | {label} | {res.get('sigma', float('nan')):.7g} | "
+                             f"{res.get('time_s', float('nan')):.3g} |")
+                print(lines[-1], flush=True)
+    if not args.no_write:
+        md, js = H.write_report("accounting-dpsgd", markdown="\n".join(lines) + "\n", data=dict(rows=rows),
+                                env=H.environment(["dp-accounting", "prv-accountant", "opacus", "torch"]))
+        print(f"wrote {md} and {js}")
+    return 0
 
 if __name__ == "__main__":
     raise SystemExit(main())

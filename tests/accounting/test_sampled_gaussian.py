@@ -65,8 +65,9 @@ def test_rdp_epsilon_is_above_the_pld_interval() -> None:
     (dict(sigma=math.nan, sampling_rate=0.1), "sigma"),
     (dict(sigma=1.0, sampling_rate=0.0), "sampling_rate"),
     (dict(sigma=1.0, sampling_rate=1.5), "sampling_rate"),
-    (dict(sigma=1.0, sampling_rate=0.1, orders=[2.5]), "integers"),
-    (dict(sigma=1.0, sampling_rate=0.1, orders=[1]), "integers"),
+    (dict(sigma=1.0, sampling_rate=0.1, orders=[1]), "> 1"),
+    (dict(sigma=1.0, sampling_rate=0.1, orders=[math.nan]), "> 1"),
+    (dict(sigma=1.0, sampling_rate=0.1, orders=[math.inf]), "> 1"),
     (dict(sigma=1.0, sampling_rate=0.1, orders=[]), "at least one"),
 ])
 def test_bad_input(kwargs: dict, match: str) -> None:

@@ -8,6 +8,10 @@
 * :mod:`dpkit.accounting.subsampling`: amplification by Poisson subsampling (add/remove,
   substitution) and by sampling without replacement (substitution), as PLDs;
   :mod:`dpkit.accounting.sampled_gaussian`: the subsampled Gaussian's RDP curve (MTZ 2019).
+* :mod:`dpkit.accounting.dpsgd`: DP-SGD: epsilon/delta of T subsampled Gaussian steps (schedules, both
+  neighbouring relations) and calibration of sigma, q or T, all certified intervals with no delta floor
+  (the tilted accountant, :mod:`dpkit.accounting._pld_tilted`); :mod:`dpkit.accounting.gaussian_profile`:
+  composed Gaussians in closed form, in log space.
 * :mod:`dpkit.accounting.accountant`: a privacy filter that refuses a spend before it would exceed
   the budget, and reports every method side by side.
 """
@@ -30,6 +34,18 @@ from dpkit.accounting.composition import (
     compose_zcdp,
     wdp_paper_value,
 )
+from dpkit.accounting.dpsgd import (
+    Calibration,
+    DPSGDInterval,
+    DPSGDStep,
+    calibrate_sampling_rate,
+    calibrate_sigma,
+    calibrate_steps,
+    dpsgd_delta,
+    dpsgd_epsilon,
+    dpsgd_epsilon_curve,
+    dpsgd_rdp_epsilon,
+)
 from dpkit.accounting.pld import (
     PLD,
     Interval,
@@ -46,6 +62,9 @@ from dpkit.accounting.subsampling import SubsampledInterval, pld_subsampled, sub
 __all__ = [
     "Accountant",
     "COMPOSERS",
+    "Calibration",
+    "DPSGDInterval",
+    "DPSGDStep",
     "Interval",
     "MethodReport",
     "PLD",
@@ -53,6 +72,9 @@ __all__ = [
     "Spend",
     "SubsampledInterval",
     "advanced_per_step_epsilon",
+    "calibrate_sampling_rate",
+    "calibrate_sigma",
+    "calibrate_steps",
     "compose_advanced",
     "compose_basic",
     "compose_gdp",
@@ -66,6 +88,10 @@ __all__ = [
     "compose_wasserstein",
     "compose_zcdp",
     "delta_interval",
+    "dpsgd_delta",
+    "dpsgd_epsilon",
+    "dpsgd_epsilon_curve",
+    "dpsgd_rdp_epsilon",
     "epsilon_interval",
     "pld_from_pair",
     "pld_poisson_subsampled",

@@ -5,7 +5,8 @@ Contract
 * ``Accountant(budget, adaptive=True)`` with ``budget`` a :class:`~dpkit.guarantees.PureDP`,
   :class:`~dpkit.guarantees.ApproxDP`, :class:`~dpkit.guarantees.ZCDP` or
   :class:`~dpkit.guarantees.RenyiDP` (at finitely many orders).
-* ``spend(item, count=1)`` takes a mechanism (anything with ``pure_dp``/``zcdp``/``rdp``/``pair``,
+* ``spend(item, count=1)`` takes a :class:`~dpkit.accounting.dpsgd.DPSGDStep` (DP-SGD steps, accounted
+  by the PLD of the whole schedule with ``adaptive=False``, or by the RDP filter under a RenyiDP budget), a mechanism (anything with ``pure_dp``/``zcdp``/``rdp``/``pair``,
   e.g. :mod:`dpkit.mechanisms`) or a guarantee.  It first computes, in locals, the total that would
   result; if that exceeds the budget it raises :class:`~dpkit.errors.BudgetExceededError` and the
   accountant is **unchanged** (check, then commit in one assignment).  Otherwise it records the spend
@@ -89,7 +90,19 @@ def _as_pure(item: Any) -> PureDP:
     raise UnsupportedError(f"{_label(item)} has no pure epsilon-DP guarantee; use an ApproxDP or ZCDP budget.")
 
 
+def _is_dpsgd(item: Any) -> bool:
+    from dpkit.accounting.dpsgd import DPSGDStep
+
+    return isinstance(item, DPSGDStep)
+
+
 def _as_approx(item: Any) -> ApproxDP:
+    if _is_dpsgd(item):
+        raise UnsupportedError(
+            "a DP-SGD step is accounted for by its privacy loss distribution, which basic composition cannot "
+            "use: build the Accountant with adaptive=False when sigma and q of every step are fixed before "
+            "training (the usual DP-SGD schedule), or give it a RenyiDP budget (the adaptive RDP filter)."
+        )
     if isinstance(item, ApproxDP):
         return item
     if isinstance(item, PureDP):
@@ -126,6 +139,47 @@ def _refuse_wasserstein(item: Any) -> None:
             "WassersteinDP bounds a transport distance, which the noise scale of an additive mechanism "
             "does not change; it implies no (epsilon, delta) guarantee and cannot be spent from a DP budget."
         )
+
+
+def _dpsgd_schedule(spends: tuple[Spend, ...]) -> list[Any]:
+    """The spends' DP-SGD steps as a schedule, repeat counts folded into the number of steps."""
+    from dpkit.accounting.dpsgd import DPSGDStep
+
+    out = []
+    for s in spends:
+        it = s.item
+        out.append(DPSGDStep(sigma=it.sigma, sampling_rate=it.sampling_rate, steps=it.steps * s.count,
+                             sampling=it.sampling, neighboring=it.neighboring))
+    return out
+
+
+#: (sigma, q, sampling, neighboring, epsilon, delta) -> the most steps the budget allows (calibrate_steps)
+_STEP_ALLOWANCE: dict[tuple[Any, ...], int] = {}
+
+
+def _dpsgd_fits(spends: tuple[Spend, ...], eps_b: float, delta_b: float) -> str | None:
+    """For spends that are all DP-SGD steps of one (sigma, q, scheme): None if they fit, else a reason, from
+    the number of steps the budget allows (computed once by calibrate_steps, so that a training loop that
+    spends one step at a time pays O(1) per step).  Returns "" when the fast path does not apply."""
+    from dpkit.accounting.dpsgd import calibrate_steps
+
+    kinds = {(s.item.sigma, s.item.sampling_rate, s.item.sampling, s.item.neighboring) for s in spends}
+    if len(kinds) != 1:
+        return None
+    sigma, q, sampling, neighboring = next(iter(kinds))
+    key = (sigma, q, sampling, neighboring, eps_b, delta_b)
+    if key not in _STEP_ALLOWANCE:
+        try:
+            _STEP_ALLOWANCE[key] = int(calibrate_steps(epsilon=eps_b, delta=delta_b, sigma=sigma, sampling_rate=q,
+                                                       sampling=sampling, neighboring=neighboring).value)
+        except ValueError:
+            _STEP_ALLOWANCE[key] = 0
+    allowed = _STEP_ALLOWANCE[key]
+    total = sum(s.item.steps * s.count for s in spends)
+    if total <= allowed:
+        return ""
+    return (f"{total} DP-SGD steps at sigma={sigma:g}, q={q:g} exceed the {allowed} that epsilon {eps_b:g} at delta "
+            f"{delta_b:g} allows (certified PLD upper bound)")
 
 
 class Accountant:
@@ -194,6 +248,10 @@ class Accountant:
             if t_eps <= eps_b and t_delta <= delta_b:
                 return None
             return f"basic composition gives ({t_eps:.6g}, {t_delta:.6g}) > budget ({eps_b:.6g}, {delta_b:.6g})"
+        if spends and all(_is_dpsgd(s.item) for s in spends):
+            fits = _dpsgd_fits(spends, eps_b, delta_b)
+            if fits is not None:
+                return fits or None
         best = self._best_epsilon(spends, delta_b, adaptive=False)
         if float(best) <= eps_b:
             return None
@@ -280,6 +338,14 @@ class Accountant:
         raise ValueError(f"unknown method {method!r}; choose from best, basic, advanced, optimal, rdp, zcdp, pld.")
 
     def _pld_epsilon(self, spends: tuple[Spend, ...], delta: float) -> Estimate:
+        if spends and all(_is_dpsgd(s.item) for s in spends):
+            from dpkit.accounting.dpsgd import dpsgd_epsilon
+
+            iv = dpsgd_epsilon(delta=delta, schedule=_dpsgd_schedule(spends))
+            return Estimate(iv.upper, kind="upper", error=iv.width, method="PLD of the DP-SGD schedule: " + iv.method)
+        if any(_is_dpsgd(s.item) for s in spends):
+            raise UnsupportedError("PLD accounting of DP-SGD steps together with other mechanisms is not implemented "
+                                   "yet (the accounting core of issue 9); use a RenyiDP budget meanwhile.")
         for s in spends:
             if not hasattr(s.item, "pair"):
                 raise UnsupportedError(f"{s.label} has no dominating pair; PLD accounting needs mechanisms.")

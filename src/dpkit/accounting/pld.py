@@ -49,7 +49,7 @@ from numpy.typing import NDArray
 from scipy import special
 from scipy import fft as sp_fft
 
-from dpkit._math import check_delta, check_finite, check_positive
+from dpkit._math import Estimate, check_delta, check_finite, check_positive
 from dpkit.accounting._pld_discretize import LossLaw, discretize, discretize_law, gaussian_law, laplace_law
 from dpkit.distributions import Distribution
 from dpkit.divergences._closed import DiscreteGaussianShift, DiscreteLaplaceShift, GaussianShift, LaplaceShift
@@ -114,6 +114,12 @@ class PLD:
     tail: float = 1e-15
     delta_error: float = 0.0
 
+    def __post_init__(self) -> None:
+        # a frozen value: its masses cannot be changed in place either (a copy owned by the PLD)
+        m = np.array(self.mass, dtype=np.float64, copy=True)
+        m.flags.writeable = False
+        object.__setattr__(self, "mass", m)
+
     # ---- reading --------------------------------------------------------------------------
     @property
     def losses(self) -> NDArray[np.float64]:
@@ -127,17 +133,20 @@ class PLD:
         raw = float(np.dot(self.mass[over], w)) + self.infinity_mass
         return raw, self.delta_error + min(_norm2(w) * self.numerical_error, self.numerical_error_l1)
 
-    def delta(self, epsilon: float) -> float:
-        """delta(epsilon) of this PLD: an upper bound if pessimistic, a lower bound if optimistic.
+    def delta(self, epsilon: float) -> Estimate:
+        """delta(epsilon) of this PLD: an ``Estimate`` of kind "upper" if pessimistic, "lower" if optimistic
+        (``error`` is the rounding bound included in it).
 
         The rounding error of the masses is bounded in l2 (``numerical_error``); its effect on
         delta = sum_i w_i m_i, w_i = (1 - e^{eps - l_i})_+ in [0, 1], is at most ||w||_2 times it
-        (and at most ``numerical_error_l1``); ``delta_error`` is added on top.
+        (and at most ``numerical_error_l1``); ``delta_error`` is added on top.  This is an additive
+        bound: for deltas near 1e-15 and below use the tilted accountant
+        (:func:`delta_interval`, :mod:`dpkit.accounting.dpsgd`), which has no such floor.
         """
         raw, err = self._raw_delta(check_finite("epsilon", epsilon))
         if self.pessimistic:
-            return min(1.0, raw + err)
-        return max(0.0, raw - err)
+            return Estimate(min(1.0, raw + err), kind="upper", error=err, method="pessimistic PLD (connect the dots)")
+        return Estimate(max(0.0, raw - err), kind="lower", error=err, method="optimistic PLD (supporting lines)")
 
     def _profile(self):  # type: ignore[no-untyped-def]
         """delta as a function of eps >= 0 in O(log n) per call: (raw(eps), error bound(eps)).
@@ -162,11 +171,18 @@ class PLD:
         top = float(lp[-1]) if lp.size else 0.0
         return at, top
 
-    def epsilon(self, delta: float) -> float:
-        """Smallest epsilon >= 0 with delta(epsilon) <= delta: an upper bound on the true one if
-        pessimistic, a lower bound if optimistic (the numerical error term included either way).
+    def epsilon(self, delta: float) -> Estimate:
+        """Smallest epsilon >= 0 with delta(epsilon) <= delta: an ``Estimate`` of kind "upper" (an upper
+        bound on the true one) if pessimistic, "lower" if optimistic (the numerical error term included
+        either way).
 
         Bisection (to 1e-13 relative) on the piecewise form of :meth:`_profile`."""
+        value = self._epsilon(delta)
+        if self.pessimistic:
+            return Estimate(value, kind="upper", method="pessimistic PLD (connect the dots)")
+        return Estimate(value, kind="lower", method="optimistic PLD (supporting lines)")
+
+    def _epsilon(self, delta: float) -> float:
         d = check_delta(delta, open_interval=True)
         at, top = self._profile()
         if self.pessimistic:
@@ -556,13 +572,36 @@ def _directions(P: Distribution, Q: Distribution, k: int, grid: float | None, sy
     return out
 
 
+def _interval(lower: float, upper: float, what: str) -> Interval:
+    """The interval [lower, upper]; an inconsistent bracket (lower > upper beyond rounding) is a bug to
+    report, never to clamp silently."""
+    if lower > upper:
+        if lower - upper <= 1e-12 * max(1.0, abs(upper)):
+            lower = upper  # both ends certified: they can cross only by the last rounding of a bisection
+        else:
+            raise ArithmeticError(f"inconsistent {what} bracket: lower {lower!r} > upper {upper!r}; please report this.")
+    return Interval(lower, upper)
+
+
+def _tilted_specs(P: Distribution, Q: Distribution, k: int, symmetric: bool):  # type: ignore[no-untyped-def]
+    """The tilted accountant's laws for a Laplace shift pair (both directions have the same law), or None."""
+    from dpkit.accounting._tilted_laws import LawSpec
+
+    ev = evaluator(P, Q)
+    if isinstance(ev, LaplaceShift) and ev.t > 0:
+        return [[(LawSpec("laplace", float(ev.t)), k)]]
+    return None
+
+
 def epsilon_interval(P: Distribution, Q: Distribution, *, k: int = 1, delta: float, grid: float | None = None,
                      symmetric: bool = False) -> Interval:
     """[lower, upper] containing epsilon(delta) of the k-fold composition of the pair (P, Q).
 
-    Both directions (P||Q and Q||P) are composed unless ``symmetric``; the answer is the larger.
-    The upper end comes from the pessimistic PLD (connect the dots), the lower from the optimistic
-    one (supporting lines); both are second order in the grid.
+    Both directions (P||Q and Q||P) are composed unless ``symmetric``; the answer is the larger.  Gaussian
+    shift pairs are answered in closed form (k-fold = one Gaussian with mu sqrt(k),
+    :mod:`dpkit.accounting.gaussian_profile`), Laplace shift pairs by the tilted accountant
+    (:mod:`dpkit.accounting._pld_tilted`: no delta floor, delta down to 1e-300); other pairs by the
+    pessimistic (upper end) and optimistic (lower end) PLDs composed by FFT, both second order in the grid.
 
     >>> from dpkit.distributions import Gaussian
     >>> iv = epsilon_interval(Gaussian(0, 1), Gaussian(1, 1), k=10, delta=1e-5, symmetric=True)
@@ -570,20 +609,45 @@ def epsilon_interval(P: Distribution, Q: Distribution, *, k: int = 1, delta: flo
     True
     """
     d = check_delta(delta, open_interval=True)
-    plds = _directions(P, Q, _check_k(k), grid, symmetric)
+    k = _check_k(k)
+    if grid is None:
+        ev = evaluator(P, Q)
+        if isinstance(ev, GaussianShift) and ev.mu > 0:
+            from dpkit.accounting.gaussian_profile import gaussian_epsilon_interval
+
+            return _interval(*gaussian_epsilon_interval(ev.mu * math.sqrt(k), d), "epsilon")
+        specs = _tilted_specs(P, Q, k, symmetric)
+        if specs is not None:
+            from dpkit.accounting._tilted_solve import epsilon_bounds
+
+            return _interval(*epsilon_bounds(specs, d, target_width=5e-6), "epsilon")
+    plds = _directions(P, Q, k, grid, symmetric)
     upper = max(hi.epsilon(d) for hi, _ in plds)
     lower = max(lo.epsilon(d) for _, lo in plds)
-    return Interval(min(lower, upper), upper)
+    return _interval(float(lower), float(upper), "epsilon")
 
 
 def delta_interval(P: Distribution, Q: Distribution, *, k: int = 1, epsilon: float, grid: float | None = None,
                    symmetric: bool = False) -> Interval:
-    """[lower, upper] containing delta(epsilon) of the k-fold composition of the pair (P, Q)."""
+    """[lower, upper] containing delta(epsilon) of the k-fold composition of the pair (P, Q) (Gaussian
+    pairs in closed form, Laplace pairs by the tilted accountant, as :func:`epsilon_interval`)."""
     e = check_finite("epsilon", epsilon)
-    plds = _directions(P, Q, _check_k(k), grid, symmetric)
+    k = _check_k(k)
+    if grid is None and e >= 0:
+        ev = evaluator(P, Q)
+        if isinstance(ev, GaussianShift) and ev.mu > 0:
+            from dpkit.accounting.gaussian_profile import gaussian_delta_interval
+
+            return _interval(*gaussian_delta_interval(ev.mu * math.sqrt(k), e), "delta")
+        specs = _tilted_specs(P, Q, k, symmetric)
+        if specs is not None:
+            from dpkit.accounting._tilted_solve import delta_bounds
+
+            return _interval(*delta_bounds(specs, e), "delta")
+    plds = _directions(P, Q, k, grid, symmetric)
     upper = max(hi.delta(e) for hi, _ in plds)
     lower = max(lo.delta(e) for _, lo in plds)
-    return Interval(min(lower, upper), upper)
+    return _interval(float(lower), float(upper), "delta")
 
 
 # amplification by subsampling lives in its own module; re-exported here (the package imports this

@@ -368,11 +368,36 @@ def subsampled_epsilon_interval(P: Distribution, Q: Distribution, *, sampling_ra
     k = _check_k(k)
     q = _check_rate(sampling_rate)
     directions, method = _scheme(sampling, neighboring)
+    ev = evaluator(P, Q)
+    if grid is None and isinstance(ev, GaussianShift) and ev.mu > 0:
+        # the tilted accountant: no delta floor, and the DP-SGD sizes (10^6 steps) in seconds
+        from dpkit.accounting._tilted_laws import LawSpec
+        from dpkit.accounting._tilted_solve import epsilon_bounds
+
+        mu = float(ev.mu)
+        if directions == ("remove",):
+            dirs = [[(LawSpec("symmetric", mu, q), k)]]
+        elif q < 1.0:
+            dirs = [[(LawSpec("remove", mu, q), k)], [(LawSpec("add", mu, q), k)]]
+        else:
+            dirs = [[(LawSpec("remove", mu, q), k)]]
+        lo, hi = epsilon_bounds(dirs, d)
+        return _subsampled_interval(lo, hi, method)
     g = subsampled_default_grid(P, Q, q, k) if grid is None else check_positive("grid", grid)
     base = _base_law(P, Q, 1e-15)
     upper = lower = -math.inf
     for direction in directions:
         hi, lo = _scheme_plds(base, q, direction, directions == ("remove",), g, 1e-15, (True, False))
-        upper = max(upper, hi.self_compose(k).epsilon(d))
-        lower = max(lower, lo.self_compose(k).epsilon(d))
-    return SubsampledInterval(min(lower, upper), upper, method)
+        upper = max(upper, float(hi.self_compose(k).epsilon(d)))
+        lower = max(lower, float(lo.self_compose(k).epsilon(d)))
+    return _subsampled_interval(lower, upper, method)
+
+
+def _subsampled_interval(lower: float, upper: float, method: str) -> SubsampledInterval:
+    """The interval, with an inconsistent bracket reported rather than clamped (both ends are certified,
+    so they may cross only by a last rounding of their bisections)."""
+    if lower > upper:
+        if lower - upper > 1e-12 * max(1.0, abs(upper)):
+            raise ArithmeticError(f"inconsistent epsilon bracket: lower {lower!r} > upper {upper!r}; please report this.")
+        lower = upper
+    return SubsampledInterval(lower, upper, method)

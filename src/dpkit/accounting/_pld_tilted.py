@@ -1,0 +1,525 @@
+r"""Composing discretised privacy-loss laws in an exponentially tilted frame: delta(eps) with no floor.
+
+Why.  A PLD composed by FFT in doubles errs by about 1e-16 of its *largest* mass, so delta(eps) read
+off it has an absolute floor near 1e-15 (times the number of compositions, for the rounding of each
+factor); truncating each factor's tails at 1e-15 adds another.  Users of delta = 1/n^2 with n in the
+millions, and anyone asking for delta(eps) far in the tail, get nothing from such a floor.
+
+The identity.  For a (sub-)probability vector m on the grid l_j = j g and lambda >= 0 write
+M(lambda) = sum_j m_j e^{lambda l_j} and the tilted vector m~_j = m_j e^{lambda l_j} / M(lambda).
+Tilting commutes with convolution (e^{lambda (l + l')} = e^{lambda l} e^{lambda l'}), so the k-fold
+composition of factors m_i satisfies, at every point s of the composed grid,
+
+.. math:: (m_1^{*k_1} * \dots)_s = e^{C - \lambda s}\,(\tilde m_1^{*k_1} * \dots)_s,\qquad C = \sum_i k_i \ln M_i(\lambda)
+
+(the Esscher transform; Esscher 1932; its use for tail probabilities of sums is the saddle-point method,
+Daniels 1954, and for privacy loss distributions the same change of measure underlies the
+Rényi/moments accountant, Abadi et al. 2016, arXiv 1607.00133, and the saddle-point accountant of
+Alghamdi, Gomez, Asoodeh, Calmon, Kosut, Sankar 2023, arXiv 2208.03458).  With lambda chosen so that
+the tilted sum has its mean near eps (the saddle point), the FFT computes the tilted composition where
+delta(eps) = sum_{s > eps} (1 - e^{eps - s}) (composed mass)_s lives with *relative* accuracy, and
+
+.. math:: \delta(\varepsilon) = e^{C}\sum_{s > \varepsilon} \tilde\mu_s\, e^{-\lambda s}(1 - e^{\varepsilon - s}) + P(S = \infty)
+
+is formed in log space: no floor, down to delta = 1e-300.
+
+Certified error terms (each added to the pessimistic law's delta and subtracted from the optimistic
+law's; every one is relative to delta or to e^{C - lambda eps}, none is an additive floor):
+
+* FFT rounding (Higham 2002, *Accuracy and Stability of Numerical Algorithms*, §24.1, the normwise
+  bound as in :func:`dpkit.accounting.pld.compose_many`) on the tilted vectors, whose l1 norm is 1:
+  ||error||_2 <= err2; its effect on delta is at most e^{C} ||w||_2 err2 with w_s = e^{-lambda s}(1 - e^{eps-s})_+.
+* Wrap-around: a Chernoff bound on the tilted laws themselves limits the tilted mass outside the
+  window; it is added to err2 (it aliases into the window) and, above the window, to the pessimistic
+  delta as e^{C - lambda s_top} times that mass.
+* Tilt weights: each e^{lambda l_j - c} is computed to a relative r = (2 lambda |l_j| + |c| + 8) u, so the
+  composed masses are off by at most a factor (1 +- r)^{k}, a relative error on delta.
+* Rounding of the discretised masses (:mod:`dpkit.accounting._pld_discretize`): the masses depend
+  on the exact laws only through tail values, each to a relative rho; for one factor this moves
+  delta(x) by at most eta P(L > x - g) (eta = 64 u), and through the composition
+  delta = E[delta_i(eps - S_rest)] by at most eta P(S > eps - g) per factor, i.e. by
+  (sum_i k_i eta_i) P(S > eps - g), which the same tilted vector bounds (it is at most (1 + lambda)
+  times delta near the saddle point, a relative term).
+* Mass removed at known points (the optimistic discretisation's hull step and snapped atoms, vector
+  nu): removing nu_j at l_j from one factor moves delta by at most nu_j P(S_rest > eps - l_j)
+  <= nu_j e^{lambda l_j} e^{-lambda eps} prod_rest M, so in all e^{C - lambda eps} sum_i k_i nu~_i.
+* The upper tail left out of a factor (beyond its last grid point): the multilinearity of delta in the
+  factors gives delta(full) <= delta(truncated) + k E[(1 - e^{eps - S})_+; one factor in the tail]
+  <= delta(truncated) + e^{C - lambda eps} sum_i k_i tau_i(lambda) / M_i(lambda) times
+  prod_i (1 + tau_i / M_i)^{k_i}, with tau_i(lambda) an analytic bound on the tail's exponential
+  moment (given by the law; :mod:`dpkit.accounting.dpsgd` has the subsampled Gaussian's).  The
+  optimistic law just leaves it out (a lower bound).
+
+Second-order products of these terms are covered by multiplying all of them by
+exp(sum_i k_i (eta_i + nu~_i + tau~_i)) (each factor's perturbations are at most (1 + x)^k <= e^{kx}).
+
+Everything is vectorised NumPy/SciPy; memory is O(window) plus the factors.  Hand-written because
+no library composes PLDs in a tilted frame with certified bounds (dp_accounting and prv_accountant
+truncate tails at a fixed mass, which is the floor this module removes).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import fft as sp_fft
+from scipy import special
+
+Array = NDArray[np.float64]
+
+_U = 2.0**-53
+_U_EXT = float(np.finfo(np.longdouble).eps) / 2.0
+_FFT_C = 10.0
+
+
+def _lse(x: Array) -> float:
+    """ln sum e^x (-inf for no terms or all -inf): scipy's logsumexp without its per-call overhead."""
+    if x.size == 0:
+        return -math.inf
+    m = float(np.max(x))
+    if not math.isfinite(m):
+        return m
+    return m + math.log(float(np.sum(np.exp(x - m))))
+
+
+def _readonly(a: Array) -> Array:
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    a.flags.writeable = False
+    return a
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Factor:
+    """One discretised privacy-loss law on the grid l_j = (offset + j) grid (finite part + mass at +inf).
+
+    ``eta``: tail-relative rounding coefficient; ``nu``: mass removed at each point (or None);
+    ``log_tail(lam)``: log of an upper bound on int e^{lam l} over the upper tail left out (-inf if
+    none; only the pessimistic law needs it); ``max_loss``: the exact supremum of the true law's finite
+    losses (+inf if unbounded), used for the pure-DP cap."""
+
+    grid: float
+    offset: int
+    mass: Array
+    infinity_mass: float
+    pessimistic: bool
+    eta: float
+    nu: Array | None = None
+    log_tail: Callable[[float], float] | None = None
+    max_loss: float = math.inf
+    lam_max: float = math.inf  # the largest tilt the cut was made for (log_tail small up to it)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mass", _readonly(self.mass))
+        if self.nu is not None:
+            object.__setattr__(self, "nu", _readonly(self.nu))
+
+    @property
+    def losses(self) -> Array:
+        return (self.offset + np.arange(self.mass.size)) * self.grid
+
+    def log_mgf(self, lam: float) -> float:
+        """ln sum_j m_j e^{lam l_j} (the finite part)."""
+        with np.errstate(divide="ignore"):
+            return float(_lse(np.log(self.mass) + lam * self.losses))
+
+    def tilted_moments(self, lams: Array, block_loss: float = 0.0) -> tuple[Array, Array, Array]:
+        """(ln M, mean, variance) of the tilted finite part at each lambda, from blocks of the vector no
+        wider than ``block_loss`` (and at most 8192 unless that needs more), each at its mass-weighted
+        mean loss: approximate, to steer only."""
+        l = self.losses
+        m = self.mass
+        n = m.size
+        width = max(1, -(-n // 8192))
+        if block_loss > 0:
+            width = max(1, min(width, int(block_loss / self.grid)))
+        starts = np.arange(0, n, width)
+        bm = np.add.reduceat(m, starts)
+        bl = np.add.reduceat(m * l, starts)
+        keep = bm > 0
+        bl = bl[keep] / bm[keep]
+        lb = np.log(bm[keep])
+        c_out, m_out, v_out = [], [], []
+        for chunk in np.array_split(np.asarray(lams, dtype=np.float64), max(1, (lams.size * bl.size) // 4_000_000)):
+            t = lb[None, :] + chunk[:, None] * bl[None, :]
+            c = special.logsumexp(t, axis=1)
+            w = np.exp(t - c[:, None])
+            mean = w @ bl
+            c_out.append(c)
+            m_out.append(mean)
+            v_out.append(np.maximum(w @ (bl * bl) - mean * mean, 0.0))
+        return np.concatenate(c_out), np.concatenate(m_out), np.concatenate(v_out)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tilted:
+    """The composition of factors, tilted by ``lam``: composed mass at s_t = (start + t) grid is
+    e^{C - lam s_t} out_t (up to the certified errors listed in the module docstring)."""
+
+    grid: float
+    lam: float
+    start: int
+    out: Array
+    C: float
+    err2: float
+    rel: float  # pointwise relative error of the composed masses (tilt weights, untilting)
+    width: float  # W = N grid: the circle's length in loss units (a mass wraps by multiples of W)
+    cut_hi: bool  # is there composed mass above the window?
+    log_below: float  # ln bound, in delta units, on what mass below the window adds by wrapping (optimistic)
+    alias_lam: float  # lambda' > lam of the Chernoff bound on mass wrapping down from above (optimistic)
+    alias_K: float  # sum_i k_i ln M_i(lambda') of these factors
+    log_tail: float  # ln sum_i k_i tau_i / M_i (pessimistic: added as e^{C - lam eps + .})
+    log_nu: float  # ln sum_i k_i nu~_i over masses removed above nu_reach from a factor's bottom
+    nu_low: float  # sum_i k_i (mass removed within nu_reach of factor i's bottom) / (factor i's total)
+    nu_reach: float
+    eta: float  # sum_i k_i eta_i
+    second: float  # factor covering second-order products of the perturbations
+    infinity_mass: float  # P(S = inf), rounded in the law's safe direction
+    pessimistic: bool
+    max_loss: float  # sum of the factors' exact max losses (inf if any is unbounded)
+    log_suffix_a: Array = field(repr=False)
+    log_suffix_b: Array = field(repr=False)
+
+    @property
+    def losses(self) -> Array:
+        return (self.start + np.arange(self.out.size)) * self.grid
+
+    @property
+    def window(self) -> tuple[float, float]:
+        return self.start * self.grid, (self.start + self.out.size - 1) * self.grid
+
+    def approx_log_delta(self, eps: float) -> float:
+        """ln delta(eps) from suffix sums (no error terms): to locate a root quickly."""
+        j = max(0, math.floor(eps / self.grid) + 1 - self.start)
+        if j >= self.out.size:
+            return -math.inf
+        a, b = float(self.log_suffix_a[j]), float(self.log_suffix_b[j]) + eps
+        if not a > b:
+            return -math.inf
+        raw = self.C + a + math.log(-math.expm1(b - a))
+        return float(np.logaddexp(raw, math.log(self.infinity_mass))) if self.infinity_mass > 0 else raw
+
+    def _segment(self, x: float) -> tuple[Array, Array, float]:
+        """(losses, masses) of the window above x up to x + 60/lam (or the window's end), and ln of a bound,
+        in delta units, on the composed mass beyond that segment with its weight (at most
+        e^{C - lam (x + D)} times the tilted total, which is <= 1 + err)."""
+        g, lam = self.grid, self.lam
+        j0 = min(max(0, math.floor(x / g) - self.start), self.out.size)
+        j1 = self.out.size
+        rest = -math.inf
+        if lam > 0:
+            j1 = min(j1, j0 + int(60.0 / (lam * g)) + 2)
+            if j1 < self.out.size:
+                rest = self.C - lam * (self.start + j1) * g + math.log1p(min(1.0, math.sqrt(self.out.size) * self.err2))
+        s = (self.start + j0 + np.arange(j1 - j0)) * g
+        return s, self.out[j0:j1], rest
+
+    def log_tail_prob(self, x: float) -> float:
+        """ln of an upper bound on P(S > x) for this composed law: the vector's part above x, its FFT
+        error, the mass above the window, the analytic tails and the mass at +inf."""
+        lam = self.lam
+        s, out, rest = self._segment(x)
+        keep = s > x
+        lp = -lam * s[keep]
+        with np.errstate(divide="ignore"):
+            log_p = self.C + _lse(np.log(out[keep]) + lp)
+            log_p2 = 0.5 * _lse(2.0 * lp) if lp.size else -math.inf
+        sum_rel = (lp.size + 16) * 4.0 * _U + self.rel
+        above = self.C - lam * (self.start + self.out.size - 1) * self.grid if self.cut_hi else -math.inf
+        terms = [log_p + math.log1p(sum_rel), rest, above, self.C - lam * x + self.log_tail]
+        if self.err2 > 0:
+            terms.append(self.C + log_p2 + math.log(self.err2))
+        if self.infinity_mass > 0:
+            terms.append(math.log(self.infinity_mass))
+        return _lse(np.array(terms))
+
+    def log_delta_bound(self, eps: float) -> float:
+        """ln of a certified bound on delta(eps) of the true composition: an upper bound for a
+        pessimistic law, a lower bound for an optimistic one (-inf for 0)."""
+        g = self.grid
+        lam = self.lam
+        s, out, rest = self._segment(eps)
+        over = s > eps
+        with np.errstate(divide="ignore"):
+            ls = s[over]
+            lw = -lam * ls + np.log(-np.expm1(eps - ls))  # ln w_s
+            log_raw = self.C + _lse(np.log(out[over]) + lw)
+            log_w2 = 0.5 * _lse(2.0 * lw)
+        sum_rel = (int(ls.size) + 16) * 4.0 * _U  # the sum's own rounding, relative
+        # FFT error on the segment, and beyond it (weights e^{-lam s} there, l2 norm of a geometric tail)
+        log_fft = self.C + log_w2 + math.log(self.err2) if self.err2 > 0 else -math.inf
+        if rest > -math.inf and self.err2 > 0:
+            log_fft = float(np.logaddexp(log_fft, self.C - lam * float(s[-1] if s.size else eps)
+                                         - 0.5 * math.log(-math.expm1(-2.0 * lam * g)) + math.log(self.err2)))
+        # the pessimistic law's mass above the window (tilted total <= 1): at most e^{C - lam s_top}
+        log_above_term = self.C - lam * (self.start + self.out.size - 1) * g if self.cut_hi else -math.inf
+        log_tail_term = self.C - lam * eps + self.log_tail
+        # rounding of the factors' masses: eta P(S > eps - g); mass removed near the bottom of each factor
+        # (within nu_reach of its lowest loss): nu_low P(S > eps - nu_reach); the rest by Chernoff
+        err_terms = [log_fft, self.C - lam * eps + self.log_nu]
+        if self.eta > 0:
+            err_terms.append(math.log(self.eta) + self.log_tail_prob(eps - g))
+        if self.nu_low > 0:
+            err_terms.append(math.log(self.nu_low) + self.log_tail_prob(eps - self.nu_reach))
+        errs = _lse(np.array(err_terms)) + math.log(self.second)
+        log_raw_hi = log_raw + math.log1p(sum_rel + self.rel)
+        log_raw_lo = log_raw + math.log1p(-min(sum_rel + self.rel, 0.5))
+        if self.pessimistic:
+            parts = [log_raw_hi, rest, errs + math.log1p(self.rel), log_above_term + math.log(self.second),
+                     log_tail_term + math.log(self.second)]
+            if self.infinity_mass > 0:
+                parts.append(math.log(self.infinity_mass))
+            return min(0.0, _lse(np.array(parts)))
+        # optimistic: raw (lowered) minus the errors and what wrapped onto the window, plus the mass at +inf
+        errs = float(np.logaddexp(errs, self.log_alias(eps)))
+        finite = -math.inf
+        if log_raw_lo > errs + math.log1p(self.rel):
+            finite = log_raw_lo + math.log1p(-math.exp(errs + math.log1p(self.rel) - log_raw_lo))
+        if self.infinity_mass > 0:
+            return float(np.logaddexp(finite, math.log(self.infinity_mass)))
+        return finite
+
+    def log_alias(self, eps: float) -> float:
+        """ln of a bound, in delta units, on what wrap-around adds to the window's delta(eps) (>= 0).
+
+        A mass at s lands at p = s - jW above the window or p = s + jW below it (j >= 1), where the
+        weight is at most e^{-lam p}; in delta units the mass e^{C} mu~_s weighs e^{lam s} m_s.  From
+        below: sum_j e^{-lam j W} P(S < window) <= e^{-lam W} / (1 - e^{-lam W}).  From above, landing
+        above eps needs s > eps + j W, and P(S > x) <= e^{K(lam') - lam' x} (Chernoff), so the sum is at
+        most e^{K(lam') - lam' eps} e^{-theta W} / (1 - e^{-theta W}), theta = lam' - lam."""
+        terms = [self.log_below]
+        if self.alias_lam > self.lam:
+            th = self.alias_lam - self.lam
+            x = th * self.width
+            terms.append(self.alias_K - self.alias_lam * eps - x - math.log(-math.expm1(-x)))
+        return float(special.logsumexp(terms))
+
+
+def _trimmed(f: Factor) -> Factor:
+    """The factor without zero masses at either end (so that its support, and the window's, is tight)."""
+    nz = np.nonzero(f.mass)[0]
+    if nz.size == 0 or (nz[0] == 0 and nz[-1] == f.mass.size - 1):
+        return f
+    a, b = int(nz[0]), int(nz[-1]) + 1
+    nu = None if f.nu is None else f.nu[a:b]
+    if f.nu is not None and (np.any(f.nu[:a] > 0) or np.any(f.nu[b:] > 0)):
+        return f  # removed mass sits there: keep the points
+    return Factor(grid=f.grid, offset=f.offset + a, mass=f.mass[a:b], infinity_mass=f.infinity_mass,
+                  pessimistic=f.pessimistic, eta=f.eta, nu=nu, log_tail=f.log_tail, max_loss=f.max_loss,
+                  lam_max=f.lam_max)
+
+
+def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: float | None = None,
+                   log_delta: float | None = None, extended: bool | None = None) -> Tilted:
+    """The tilted composition of ``k_i`` copies of each factor (same grid, same pessimism), in an FFT
+    window around ``center`` (the eps of interest) long enough that wrap-around is negligible next to
+    ``log_delta`` (see :meth:`Tilted.log_alias`)."""
+    items = [(_trimmed(f), int(k)) for f, k in parts]
+    first = items[0][0]
+    g, pess = first.grid, first.pessimistic
+    for f, _ in items[1:]:
+        if f.grid != g or f.pessimistic != pess:
+            raise ValueError("factors compose only on the same grid and with the same pessimism.")
+    lam = float(lam)
+    # ---- tilted vectors, their moments, and the log-normalisers c_i
+    tilted, cs, means, var, rel = [], [], 0.0, 0.0, 0.0
+    lo_support = hi_support = 0
+    log_tail_terms, nu_terms, eta, pert = [], [], 0.0, 0.0
+    nu_low, nu_reach = 0.0, (1.0 / lam if lam > 0 else math.inf)
+    for f, k in items:
+        l = f.losses
+        with np.errstate(divide="ignore"):
+            t = np.log(f.mass) + lam * l
+        c = _lse(t)
+        if not math.isfinite(c):
+            raise ValueError("a factor has no finite mass to compose.")
+        a = np.exp(t - c)
+        tilted.append(a)
+        cs.append(c)
+        mu = float(np.dot(a, l))
+        means += k * mu
+        var += k * float(np.dot(a, (l - mu) ** 2))
+        rel += k * (2.0 * abs(lam) * float(np.max(np.abs(l))) + abs(c) + 8.0) * _U
+        lo_support += k * f.offset
+        hi_support += k * (f.offset + f.mass.size - 1)
+        eta += k * f.eta
+        pert += k * f.eta
+        if f.nu is not None and np.any(f.nu > 0):
+            # removing nu_j at l_j moves delta by <= nu_j P(S_rest > eps - l_j), and S_rest > x implies
+            # S > x + l_min (up to the factor's total mass t): near the bottom, nu_j P(S > eps - reach) / t
+            low = l <= l[0] + nu_reach
+            total = float(np.sum(f.mass)) + f.infinity_mass
+            nu_low += k * float(np.sum(f.nu[low])) / total * (1.0 + 1e-12)
+            high = f.nu * ~low
+            if np.any(high > 0):
+                with np.errstate(divide="ignore"):
+                    nu_t = float(special.logsumexp(np.log(high) + lam * l)) - c
+                nu_terms.append(math.log(k) + nu_t)
+                pert += k * math.exp(nu_t)
+            pert += k * float(np.sum(f.nu[low])) / total
+        if pess and f.log_tail is not None:
+            lt = f.log_tail(lam) - c
+            if lt > -math.inf:
+                log_tail_terms.append(math.log(k) + lt)
+                pert += k * math.exp(lt)
+    C = float(sum(k * c for (f, k), c in zip(items, cs)))
+    sd = math.sqrt(var) if var > 0 else g
+    # ---- the window (see Tilted.log_alias): its length W makes what wraps onto it negligible next to
+    # delta = e^{log_delta}: e^{-lam W} <= delta e^{-30} (from below) and, for the best lambda' up to the
+    # factors' cut, e^{K(lam') - lam' (eps - 2 sd) - (lam' - lam) W} <= delta e^{-30} (from above); it ends
+    # 30 / lam above eps (the pessimistic law's mass above it is then negligible too)
+    eps0 = means if center is None or not math.isfinite(center) else float(center)
+    target = (log_delta if log_delta is not None else C - lam * eps0 - 5.0) - 30.0
+    lam_cap = min(f.lam_max for f, _ in items)
+    w_below = -target / lam if lam > 0 else math.inf
+    w_above, alias_lam, alias_K = math.inf, lam, math.inf
+    top = lam_cap if math.isfinite(lam_cap) else 2.0 * lam + 4.0
+    cands = [lam + f * (top - lam) for f in (0.25, 0.5, 0.75, 1.0)] if top > lam else []
+    for lp in cands:
+        Kp = 0.0
+        for f, k in items:
+            with np.errstate(divide="ignore"):
+                Kp += k * _lse(np.log(f.mass) + lp * f.losses)
+        w = (Kp - lp * (eps0 - 2.0 * sd) - target) / (lp - lam)
+        if w < w_above:
+            w_above, alias_lam, alias_K = w, lp, Kp
+    W = max(w_below, w_above, 8.0 * sd, 64 * g)
+    # the pessimistic law's mass above the window is added as e^{C - lam a_hi}: below delta e^{-30} there
+    a_hi = eps0 + 2.0 * sd + (30.0 / lam if lam > 0 else 8.0 * sd)
+    if lam > 0:
+        a_hi = max(a_hi, (C - target) / lam)
+    if not math.isfinite(W):  # no tilt: nothing below the window may wrap, so it starts at the support's bottom
+        W = a_hi - lo_support * g
+    a_lo = a_hi - W
+    lo_i, hi_i = math.floor(a_lo / g), math.ceil(a_hi / g)
+    if hi_i > hi_support:  # keep the length: move the window down instead
+        lo_i, hi_i = lo_i - (hi_i - hi_support), hi_support
+    if lo_i < lo_support:  # keep the length: move the window up instead
+        lo_i, hi_i = lo_support, min(hi_i + (lo_support - lo_i), hi_support)
+    lo_i = max(min(lo_i, hi_support), lo_support)
+    cut_lo, cut_hi = lo_i > lo_support, hi_i < hi_support
+    width = hi_i - lo_i + 1
+    if width > 2**27:
+        raise MemoryError(f"the tilted FFT window needs {width} points (grid {g:.3g}); use a coarser grid.")
+    size = sp_fft.next_fast_len(width, real=True)
+    log_n = math.log2(max(size, 2))
+    # ---- forward FFTs (folded onto the circle), powers, product
+    peak = g / (math.sqrt(2.0 * math.pi) * sd)
+    a2s = [math.sqrt(float(np.dot(a, a))) for a in tilted]
+    if extended is None:
+        guess = sum(k * _FFT_C * log_n * _U * a2 for (f, k), a2 in zip(items, a2s))
+        extended = guess > 1e-6 * peak
+    u_fwd = _U_EXT if extended else _U
+    spectrum = None
+    fresh_in, rel_power = 0.0, 0.0
+    for (f, k), a, a2 in zip(items, tilted, a2s):
+        idx = (f.offset + np.arange(a.size)) % size
+        folded = np.bincount(idx, weights=a, minlength=size) if a.size > size else np.roll(
+            np.pad(a, (0, size - a.size)), f.offset % size)
+        fold_err = (a.size / size + 1.0) * _U if a.size > size else 0.0
+        z = sp_fft.rfft(folded.astype(np.longdouble) if extended else folded).astype(np.complex128)
+        with np.errstate(divide="ignore", invalid="ignore", under="ignore", over="ignore"):
+            mod = np.abs(z)
+            powered = np.exp(k * np.log(mod)) * np.exp(1j * (k * np.angle(z)))
+        powered[mod == 0] = 0.0
+        spectrum = powered if spectrum is None else spectrum * powered
+        fresh_in += k * (_FFT_C * log_n * u_fwd + fold_err) * a2
+        rel_power += math.pi * k + 6.0
+    assert spectrum is not None
+    circ = sp_fft.irfft(spectrum, size)
+    out = np.roll(circ, -(lo_i % size))[:width]
+    r2 = math.sqrt(float(np.dot(out, out))) * (1.0 + 1e-6)
+    out = np.maximum(out, 0.0)
+    err2 = fresh_in + (rel_power + len(items) + _FFT_C * log_n) * _U * r2 + 4.0 * _U * size * 1e-300
+    # untilting e^{-lam s}: relative (2 lam |s| + 8) u on each composed mass
+    s_max = max(abs(lo_i), abs(hi_i)) * g
+    rel += (2.0 * abs(lam) * s_max + 8.0) * _U
+    rel = math.expm1(rel)
+    Wl = size * g  # the circle's length
+    if not cut_lo:
+        log_below = -math.inf
+    elif lam > 0:
+        log_below = -lam * Wl - math.log(-math.expm1(-lam * Wl))
+    else:
+        log_below = 0.0  # a useless bound: nothing to gain below the untilted bulk
+    if not cut_hi:
+        alias_lam = lam
+    log_tail = float(special.logsumexp(log_tail_terms)) if log_tail_terms else -math.inf
+    log_nu = float(special.logsumexp(nu_terms)) if nu_terms else -math.inf
+    # P(S = inf) = 1 - prod (1 - p_i)^{k_i}, rounded the safe way
+    log_fin = sum(k * math.log1p(-min(f.infinity_mass, 1.0)) if f.infinity_mass < 1.0 else -math.inf
+                  for f, k in items)
+    inf_mass = -math.expm1(log_fin)
+    inf_mass = inf_mass * (1.0 + 8.0 * _U) if pess else inf_mass * (1.0 - 8.0 * _U)
+    max_loss = float(sum(k * f.max_loss for f, k in items))
+    # suffix sums for the locating pass
+    s = (lo_i + np.arange(width)) * g
+    with np.errstate(divide="ignore"):
+        la = np.log(out) - lam * s
+    suf_a = np.logaddexp.accumulate(la[::-1])[::-1]
+    suf_b = np.logaddexp.accumulate((la - s)[::-1])[::-1]
+    return Tilted(grid=g, lam=lam, start=lo_i, out=_readonly(out), C=C, err2=err2, rel=rel, width=Wl, log_below=log_below, cut_hi=cut_hi,
+                  alias_lam=alias_lam, alias_K=alias_K, nu_low=nu_low, nu_reach=nu_reach,
+                  log_tail=log_tail, log_nu=log_nu, eta=eta, second=math.exp(min(2.0 * pert, 700.0)) * (1.0 + 1e-9),
+                  infinity_mass=min(inf_mass, 1.0), pessimistic=pess, max_loss=max_loss,
+                  log_suffix_a=_readonly(suf_a), log_suffix_b=_readonly(suf_b))
+
+
+def _exact_moments(parts: Sequence[tuple[Factor, int]], lam: float) -> tuple[float, float, float]:
+    """(K, K', K'') at lam: sums over the factors of k ln M, k times the tilted mean and variance."""
+    K = mean = var = 0.0
+    for f, k in parts:
+        l = f.losses
+        with np.errstate(divide="ignore"):
+            t = np.log(f.mass) + lam * l
+        c = _lse(t)
+        w = np.exp(t - c)
+        mu = float(np.dot(w, l))
+        K += k * c
+        mean += k * mu
+        var += k * float(np.dot(w, (l - mu) ** 2))
+    return K, mean, var
+
+
+def saddle_lambda(parts: Sequence[tuple[Factor, int]], log_delta: float, block_loss: float = 0.0,
+                  hint: float | None = None) -> tuple[float, float, float]:
+    """(lambda, eps, sd): the tilt of the Chernoff bound for delta, lambda K'(lambda) - K(lambda)
+    + ln(1 + lambda) = -ln delta (the exponent of delta <= e^{K - lambda eps} / (1 + lambda) at
+    eps = K'(lambda); the left side increases with lambda), by bisection in ln lambda on the factors' exact
+    tilted moments.  Robust where the tilted law is far from normal (atoms at the largest loss, heavy
+    jumps); only steers the computation, never certifies."""
+    target = -log_delta
+
+    def h(lam: float) -> tuple[float, float, float]:
+        K, m, v = _exact_moments(parts, lam)
+        return lam * m - K + math.log1p(lam), m, v
+
+    lo, hi = (hint / 4.0, hint * 4.0) if hint else (1e-3, 1e3)
+    h_lo, m_lo, v_lo = h(lo)
+    while h_lo > target and lo > 1e-8:
+        lo /= 8.0
+        h_lo, m_lo, v_lo = h(lo)
+    h_hi, m_hi, v_hi = h(hi)
+    while h_hi < target and hi < 1e7:
+        h_new, m_new, v_new = h(hi * 8.0)
+        if h_new - h_hi < 1e-9 * max(1.0, abs(h_hi)):  # saturated: an atom at the largest loss carries delta
+            break
+        hi, h_hi, m_hi, v_hi = hi * 8.0, h_new, m_new, v_new
+    if h_lo >= target:
+        return lo, m_lo, math.sqrt(max(v_lo, 0.0))
+    if h_hi <= target:
+        return hi, m_hi, math.sqrt(max(v_hi, 0.0))
+    m, v = m_hi, v_hi
+    for _ in range(40):
+        mid = math.sqrt(lo * hi)
+        val, m, v = h(mid)
+        if val < target:
+            lo = mid
+        else:
+            hi = mid
+        if hi / lo < 1.05:
+            break
+    return math.sqrt(lo * hi), m, math.sqrt(max(v, 0.0))

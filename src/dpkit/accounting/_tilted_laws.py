@@ -1,0 +1,199 @@
+r"""Loss laws as factors for the tilted accountant (:mod:`dpkit.accounting._pld_tilted`): where to cut
+each law, the analytic bound on what is cut off, and the grid.
+
+Laws (each the privacy loss L = ln p/q of a dominating pair under its first law):
+
+* ``"remove"``: the Poisson-subsampled Gaussian's removal pair (q N(mu, 1) + (1 - q) N(0, 1), N(0, 1))
+  in loss form: with the base loss X ~ N(mu^2/2, mu^2) under P and N(-mu^2/2, mu^2) under Q,
+  L = ln(1 - q + q e^X) with X drawn from q P + (1 - q) Q (Zhu, Dong, Wang 2022, arXiv 2106.08567,
+  Thm 11; the pair of Mironov, Talwar, Zhang 2019, arXiv 1908.10530, §3);
+* ``"add"``: the addition pair (N(0, 1), q N(mu, 1) + (1 - q) N(0, 1)): L = -ln(1 - q + q e^X), X ~ Q;
+  bounded above by -ln(1 - q);
+* ``"symmetric"``: the symmetric completion of the removal pair (:func:`dpkit.accounting.subsampling._symmetrized`),
+  used for substitution neighbours (Poisson: an upper bound; sampling without replacement: the
+  dominating pair of Zhu, Dong, Wang 2022, Thm 10, Balle, Barthe, Gaboardi 2018, arXiv 1807.01647, Thm 9);
+* ``"laplace"``: the Laplace shift t = D/b (atoms at +-t, density between; max loss exactly t).
+
+Upper tails.  The removal law is unbounded above.  Its part beyond a cut X > x_h has, for lambda >= 0,
+
+.. math:: \int_{X > x_h} (1 - q + q e^X)^\lambda\,d(qP + (1-q)Q)
+          \le q^\lambda\bigl(1 + \tfrac{1-q}{q} e^{-x_h}\bigr)^\lambda
+          \bigl[q\,E_P[e^{\lambda X}; X > x_h] + (1-q)\,E_Q[e^{\lambda X}; X > x_h]\bigr],
+
+since 1 - q + q e^X = q e^X (1 + (1-q) e^{-X}/q) and the last factor decreases in X; and for
+X ~ N(m, s^2), :math:`E[e^{\lambda X}; X > x] = e^{\lambda m + \lambda^2 s^2/2}\,\bar\Phi((x - m - \lambda s^2)/s)`
+(completing the square).  The cut is placed where this is below e^{-45}/k (relative to M(lambda) >= 1
+minus a negligible truncation: M(lambda) = exp(lambda D_{lambda+1}) >= 1 for a full law), so the
+term the tilted accountant adds is far below the answer's other errors.  The addition law's tail
+beyond its last point has mass Phi((x_lo + mu^2/2)/mu) and losses at most -ln(1 - q).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from dpkit.accounting._pld_discretize import LossLaw, discretize_range, gaussian_law, laplace_law
+from dpkit.accounting._pld_tilted import Factor
+
+#: ln of the tilted tail allowed beyond a factor's last point, before dividing by the number of factors
+_LOG_TAIL_BUDGET = -45.0
+#: base-loss quantile (each side) below which a law's lower tail is rounded up (pessimistic) or dropped
+_LOW_Z = 11.0  # Phi(-11) = 1.9e-28
+
+
+def _log_gauss_tilted_tail(lam: float, m: float, s: float, x: float) -> float:
+    """ln E[e^{lam X}; X > x] for X ~ N(m, s^2)."""
+    return lam * m + 0.5 * lam * lam * s * s + float(special.log_ndtr(-(x - m - lam * s * s) / s))
+
+
+def _g(x: float, q: float) -> float:
+    """ln(1 - q + q e^x)."""
+    if x > 0:
+        return x + math.log(q + (1.0 - q) * math.exp(-x))
+    return math.log1p(q * math.expm1(x))
+
+
+_FACTOR_CACHE: dict[tuple[object, ...], dict[bool, Factor]] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class LawSpec:
+    """One dominating pair's loss law, ready to be cut and discretised for a given tilt."""
+
+    kind: str  # "remove", "add", "symmetric", "laplace"
+    mu: float  # Gaussian: sensitivity / sigma; Laplace: t = sensitivity / scale
+    q: float = 1.0
+
+    # ---- the law and its cuts ---------------------------------------------------------------------
+    def _mixture(self) -> LossLaw:
+        from dpkit.accounting.subsampling import _mixture_law
+
+        base = gaussian_law(self.mu, 1e-28, both_sides=True)
+        direction = "add" if self.kind == "add" else "remove"
+        return _mixture_law(base, self.q, direction)
+
+    def log_remove_tail(self, lam: float, x_h: float) -> float:
+        """ln of the bound (module docstring) on the removal law's tilted mass with base loss > x_h."""
+        q, mu = self.q, self.mu
+        m, s = mu * mu / 2.0, mu
+        lp = _log_gauss_tilted_tail(lam, m, s, x_h)
+        lq = _log_gauss_tilted_tail(lam, -m, s, x_h)
+        if q >= 1.0:
+            return lp
+        inner = float(np.logaddexp(math.log(q) + lp, math.log1p(-q) + lq))
+        return lam * math.log(q) + lam * math.log1p((1.0 - q) * math.exp(-x_h) / q) + inner
+
+    def cut_remove(self, lam_max: float, log_budget: float) -> float:
+        """A base-loss cut x_h with the tilted tail bound <= e^{log_budget} for every lambda in [0, lam_max]
+        (the bound increases in lambda, so checking lam_max suffices)."""
+        mu, q = self.mu, self.q
+        s = mu
+        x = mu * mu / 2.0 + lam_max * s * s + 8.0 * s
+        if q < 1.0:
+            x = max(x, math.log((1.0 - q) / q) + 1.0)  # beyond where q e^x dominates 1 - q
+        for _ in range(400):
+            if self.log_remove_tail(lam_max, x) <= log_budget and self.log_remove_tail(0.0, x) <= log_budget:
+                return x
+            x += s
+        return x
+
+    def span(self, lam_max: float, k_total: int) -> tuple[float, float, float]:
+        """(lo, hi, x_h) in loss units for a tilt up to lam_max (x_h: the removal law's base cut)."""
+        mu, q = self.mu, self.q
+        m = mu * mu / 2.0
+        budget = _LOG_TAIL_BUDGET - math.log(max(k_total, 1))
+        if self.kind == "laplace":
+            return -mu, mu, math.inf
+        if self.kind == "add":
+            x_top = m + _LOW_Z * mu  # X ~ Q is below this but for ~1e-28; tilting by e^{lam L} only favours
+            # small X here (L = -ln(1 - q + q e^X) decreases in X), so the cut holds for every lam >= 0
+            x_bot = -m - _LOW_Z * mu
+            return -_g(x_top, q), -_g(x_bot, q), x_bot
+        x_h = self.cut_remove(lam_max, budget)
+        lo = _g(-m - _LOW_Z * mu, q)
+        if self.kind == "symmetric":
+            hi = _g(x_h, q)
+            return -hi, hi, x_h
+        return lo, _g(x_h, q), x_h
+
+    def log_tail_fn(self, x_h: float):  # type: ignore[no-untyped-def]
+        """lambda -> ln of the bound on the tilted mass left out above the last point."""
+        q, mu = self.q, self.mu
+        if self.kind == "laplace":
+            return None
+        if self.kind == "add":
+            log_mass = float(special.log_ndtr((x_h + mu * mu / 2.0) / mu))
+            top = -math.log1p(-q)
+            return lambda lam: log_mass + lam * top
+        if self.kind == "symmetric":
+            # the cut tail itself, plus its mirror (mass e^{-l} m at -l, tilted weight <= 1)
+            return lambda lam: float(np.logaddexp(self.log_remove_tail(lam, x_h), self.log_remove_tail(0.0, x_h)))
+        return lambda lam: self.log_remove_tail(lam, x_h)
+
+    @property
+    def max_loss(self) -> float:
+        if self.kind == "laplace":
+            return self.mu
+        if self.kind == "add" and self.q < 1.0:
+            return -math.log1p(-self.q)
+        return math.inf
+
+    # ---- factors ------------------------------------------------------------------------------------
+    def factors(self, grid: float, lam_max: float, k_total: int, which: tuple[bool, ...] = (True, False)
+                ) -> dict[bool, Factor]:
+        """The pessimistic and/or optimistic factors of this law on ``grid``, cut for tilts up to lam_max
+        (a small cache keeps the last few: the solver asks for the same ones several times)."""
+        key = (self, float(grid), float(lam_max), int(k_total))
+        have = _FACTOR_CACHE.get(key, {})
+        missing = tuple(w for w in which if w not in have)
+        if missing:
+            have = dict(have)
+            have.update(self._factors(grid, lam_max, k_total, missing))
+            if len(_FACTOR_CACHE) >= 8:
+                _FACTOR_CACHE.pop(next(iter(_FACTOR_CACHE)))
+            _FACTOR_CACHE[key] = have
+        return {w: have[w] for w in which}
+
+    def _factors(self, grid: float, lam_max: float, k_total: int, which: tuple[bool, ...]) -> dict[bool, Factor]:
+        lo, hi, x_h = self.span(lam_max, k_total)
+        assert not (self.kind == "add" and self.q >= 1.0), "at q = 1 the addition law is the removal law"
+        law = laplace_law(self.mu) if self.kind == "laplace" else self._mixture()
+        if self.kind == "symmetric":
+            lo_r = _g(-self.mu * self.mu / 2.0 - _LOW_Z * self.mu, self.q)
+            parts = discretize_range(law, grid, lo_r, hi, pessimistic=which)
+        else:
+            parts = discretize_range(law, grid, lo, hi, pessimistic=which)
+        tail = self.log_tail_fn(x_h)
+        out = {}
+        for pess, (off, mass, inf, eta, nu) in parts.items():
+            if self.kind == "symmetric":
+                off, mass, inf, eta, nu = _symmetrize(off, mass, inf, eta, nu, grid)
+            out[pess] = Factor(grid=grid, offset=off, mass=mass, infinity_mass=inf, pessimistic=pess, eta=eta,
+                               nu=nu, log_tail=tail if pess else None, max_loss=self.max_loss,
+                               lam_max=lam_max if self.kind in ("remove", "symmetric") else math.inf)
+        return out
+
+
+def _symmetrize(off: int, mass, inf: float, eta: float, nu, grid: float):  # type: ignore[no-untyped-def]
+    """The symmetric completion (losses l > 0 kept, mirror e^{-l} m at -l, the rest at 0) of a factor;
+    see :func:`dpkit.accounting.subsampling._symmetrized` for why it is the pair to compose."""
+    idx_all = off + np.arange(mass.size)
+    pos = idx_all > 0
+    top = int(idx_all[pos][-1]) if pos.any() else 0
+    out = np.zeros(2 * top + 1)
+    idx = idx_all[pos]
+    m = mass[pos]
+    out[top + idx] += m
+    out[top - idx] += m * np.exp(-idx * grid)
+    zero = 1.0 - math.fsum(out) - inf
+    out[top] += max(zero, 0.0)
+    nu_out = np.zeros_like(out)
+    if nu is not None:
+        nu_out[top + idx] += nu[pos]
+        nu_out[top - idx] += nu[pos]
+    nu_out[top] += 8.0 * 2.0**-53  # the mirror masses' and the zero mass's rounding
+    return -top, out, inf, eta, nu_out
