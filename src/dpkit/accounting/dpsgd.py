@@ -234,7 +234,7 @@ def dpsgd_epsilon(*, delta: float, sigma: float | None = None, sampling_rate: fl
     Examples
     --------
     >>> iv = dpsgd_epsilon(sigma=1.0, sampling_rate=0.01, steps=1000, delta=1e-5)
-    >>> iv.lower <= 1.8282 <= iv.upper and iv.width < 1e-4 * iv.upper
+    >>> iv.lower <= 1.82823 <= iv.upper and iv.width < 1e-4 * iv.upper
     True
     """
     d = check_delta(delta, open_interval=True)
@@ -288,7 +288,7 @@ def dpsgd_rdp_epsilon(*, delta: float, sigma: float, sampling_rate: float, steps
     what Opacus's and TF Privacy's RDP accountants report (theirs over their own order lists).  An upper
     bound, looser than :func:`dpsgd_epsilon`.
 
-    >>> 1.8282 < float(dpsgd_rdp_epsilon(delta=1e-5, sigma=1.0, sampling_rate=0.01, steps=1000)) < 2.1
+    >>> 1.8282 < float(dpsgd_rdp_epsilon(delta=1e-5, sigma=1.0, sampling_rate=0.01, steps=1000)) < 2.2
     True
     """
     from dpkit.accounting.sampled_gaussian import FRACTIONAL_ORDERS, sampled_gaussian_rdp
