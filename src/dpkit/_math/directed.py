@@ -26,6 +26,8 @@ __all__ = [
     "add_up",
     "counted_sum_up",
     "counted_sum_up_array",
+    "bump_up_array",
+    "mul_up_array",
     "div_down",
     "div_up",
     "down",
@@ -295,6 +297,31 @@ def counted_sum_up_array(terms: list[tuple[Any, int]]) -> Any:
         assert total is not None
         bumped = np.nextafter(total * (1.0 + 4.0 * 2 * len(terms) * 2.0**-53), np.inf)
         return np.where(inexact, bumped, total)
+
+
+def mul_up_array(a: Any, b: Any) -> Any:
+    """``a * b`` elementwise, rounded up where the product rounded down (Dekker's TwoProduct)."""
+    import numpy as np
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = np.asarray(a, dtype=np.float64)
+        y = np.asarray(b, dtype=np.float64)
+        prod = x * y
+        xh, xl = _split(x)
+        yh, yl = _split(y)
+        err = ((xh * yh - prod) + xh * yl + xl * yh) + xl * yl  # exact: prod + err = x * y
+        return np.where(np.isfinite(prod) & (err > 0.0), np.nextafter(prod, np.inf), prod)
+
+
+def bump_up_array(values: Any, ulps: float) -> Any:
+    """``values`` moved up by ``ulps`` relative ulps and one float more (zeros and non-finite values
+    unchanged): an upper bound on any number within ``ulps * 2^-52`` relative below each value."""
+    import numpy as np
+
+    v = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = np.where(v >= 0.0, v * (1.0 + ulps * 2.0**-52), v * (1.0 - ulps * 2.0**-52))
+        return np.where(np.isfinite(v) & (v != 0.0), np.nextafter(scaled, np.inf), v)
 
 
 def float_key(x: float) -> int:

@@ -21,7 +21,7 @@ from typing import Any
 
 import mpmath
 
-__all__ = ["MARGIN_BITS", "PREC", "mp", "to_float_down", "to_float_up"]
+__all__ = ["MARGIN_BITS", "PREC", "evaluate", "mp", "to_float_down", "to_float_up"]
 
 PREC = 160
 MARGIN_BITS = 100
@@ -36,6 +36,35 @@ def mp() -> Any:
         ctx.prec = PREC
         _local.ctx = ctx
     return ctx
+
+
+def evaluate(fn: Any, max_prec: int = 40_000) -> tuple[Any, bool]:
+    """Evaluate ``fn(ctx) -> (value, scale)`` until the value is good to 2^-110 relative.
+
+    ``scale`` bounds the magnitudes of the terms that were added or subtracted to form ``value``
+    (each computed to a few ulps of the working precision), so ``log2(scale / |value|)`` bits were
+    lost to cancellation; the precision is raised by that much (and doubled while the value is 0)
+    and ``fn`` called again. Returns ``(value, certified)``: ``certified`` is False when even
+    ``max_prec`` bits left the value unresolved (then ``value`` is the last one computed).
+    """
+    ctx = mp()
+    prec = PREC
+    while True:
+        with ctx.workprec(prec):
+            value, scale = fn(ctx)
+            value, scale = +ctx.mpf(value), abs(ctx.mpf(scale))
+            if scale == 0:
+                return value, True  # nothing was combined: no cancellation possible
+            if value != 0:
+                lost = float(ctx.log(scale / abs(value), 2)) if scale > abs(value) else 0.0
+                if lost <= prec - 110:
+                    return value, True
+                need = int(110 + lost + 32)
+            else:
+                need = 2 * prec
+        if need > max_prec:
+            return value, False
+        prec = max(need, prec + 64)
 
 
 def _convert(x: Any, direction: int, margin_bits: int) -> float:
