@@ -266,15 +266,17 @@ def _split(a: Any) -> tuple[Any, Any]:
 
 
 def counted_sum_up_array(terms: list[tuple[Any, int]]) -> Any:
-    r"""``sum(count * values)`` elementwise over NumPy arrays of non-negative values, rounded up.
+    r"""``sum(count * values)`` elementwise over NumPy arrays, the exact sum rounded up.
 
-    Vectorised: each product and sum carries its exact rounding error (Dekker's TwoProduct and
-    Knuth's TwoSum); where every error is zero the float sum is exact and returned as is, elsewhere
-    it is scaled by :math:`1 + 4mu` (m roundings, u = 2^-53, which bounds the relative error of a
-    sum of non-negative terms) and stepped one float up.
+    Each product is split exactly into ``prod + err`` (Dekker's TwoProduct); where every product and
+    every float addition was exact (checked with Knuth's TwoSum) the float sum is returned, elsewhere
+    the exact sum of the parts is rounded up (:func:`sum_up`). The result is therefore the same
+    however the counts are grouped: ``[(v, 16)]`` and ``[(v, 1)] * 16`` give the same floats.
     """
     import numpy as np
 
+    prods: list[Any] = []
+    errs: list[Any] = []
     total: Any = None
     inexact: Any = None
     with np.errstate(over="ignore", invalid="ignore"):
@@ -284,8 +286,11 @@ def counted_sum_up_array(terms: list[tuple[Any, int]]) -> Any:
             prod = c * v
             vh, vl = _split(v)
             ch, cl = _split(np.float64(c))
-            err = ((vh * ch - prod) + vh * cl + vl * ch) + vl * cl
-            flag = (err != 0.0) & np.isfinite(prod)
+            err = ((vh * ch - prod) + vh * cl + vl * ch) + vl * cl  # prod + err = c * v exactly
+            err = np.where(np.isfinite(prod), err, 0.0)
+            prods.append(prod)
+            errs.append(err)
+            flag = err != 0.0
             if total is None:
                 total, inexact = prod, flag
                 continue
@@ -294,9 +299,12 @@ def counted_sum_up_array(terms: list[tuple[Any, int]]) -> Any:
             err2 = (total - (s - bb)) + (prod - bb)
             inexact = inexact | flag | ((err2 != 0.0) & np.isfinite(s))
             total = s
-        assert total is not None
-        bumped = np.nextafter(total * (1.0 + 4.0 * 2 * len(terms) * 2.0**-53), np.inf)
-        return np.where(inexact, bumped, total)
+    assert total is not None
+    out = np.array(total, dtype=np.float64, copy=True)
+    for i in zip(*np.nonzero(inexact)) if out.ndim else ([()] if bool(inexact) else []):
+        parts = [float(p[i]) for p in prods] + [float(e[i]) for e in errs]
+        out[i] = sum_up(parts)
+    return out
 
 
 def mul_up_array(a: Any, b: Any) -> Any:

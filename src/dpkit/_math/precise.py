@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import math
 import threading
+from fractions import Fraction
 from typing import Any
 
 import mpmath
 
-__all__ = ["MARGIN_BITS", "PREC", "evaluate", "mp", "to_float_down", "to_float_up"]
+__all__ = ["MARGIN_BITS", "PREC", "evaluate", "exact_mpf", "mp", "to_float_down", "to_float_up"]
 
 PREC = 160
 MARGIN_BITS = 100
@@ -36,6 +37,13 @@ def mp() -> Any:
         ctx.prec = PREC
         _local.ctx = ctx
     return ctx
+
+
+def exact_mpf(ctx: Any, x: Any) -> Any:
+    """``x`` (float, int, Fraction or mpf) as an mpf at the context's current precision."""
+    if isinstance(x, Fraction):
+        return ctx.mpf(x.numerator) / x.denominator
+    return ctx.mpf(x)
 
 
 def evaluate(fn: Any, max_prec: int = 40_000) -> tuple[Any, bool]:
