@@ -19,6 +19,8 @@ Every divergence and privacy parameter that dpkit computes is returned as an :cl
 * ``lower``: the certified lower end of an ``"interval"`` (``None`` for the other kinds; see
   :attr:`Estimate.lower_bound` and :attr:`Estimate.upper_bound` for every kind).
 
+An Estimate is immutable: its attributes cannot be assigned after construction.
+
 Arithmetic is interval arithmetic
 ---------------------------------
 ``+``, ``-`` (binary and unary), ``*`` and ``/`` between Estimates and plain real numbers (a plain
@@ -100,11 +102,17 @@ class Estimate(float):
             raise ValueError(f"lower is given only for kind='interval'; got kind={kind!r}.")
         else:
             lo = None
-        obj.kind = kind
-        obj.error = float(error)
-        obj.method = method
-        obj.lower = lo
+        object.__setattr__(obj, "kind", kind)
+        object.__setattr__(obj, "error", float(error))
+        object.__setattr__(obj, "method", method)
+        object.__setattr__(obj, "lower", lo)
         return obj
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("an Estimate is immutable; build a new one (Estimate(value, kind=...)).")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("an Estimate is immutable.")
 
     # ---- the interval each kind certifies -------------------------------------------------------
     @property

@@ -557,8 +557,8 @@ class DiscreteGaussianShift(Evaluator):
         # atoms that may have loss > eps once the loss's own rounding is allowed for
         slack_max = 8.0 * _U * (abs(epsilon) + float(np.max(np.abs(t.loss))))
         j = int(np.searchsorted(t.neg_loss, -(epsilon - slack_max), side="left"))
-        if j == 0:
-            return _exact(0.0, self.method + " (exact sum)")
+        if j == 0:  # only atoms beyond 39 sigma, of mass below e^{-760}: the smallest positive float
+            return Estimate(5e-324, kind="upper", error=5e-324, method=self.method + " (tail beyond the table)")
         loss, logp = t.loss[:j], t.logp[:j]
         slack = 8.0 * _U * (np.abs(loss) + abs(epsilon))  # |error of the float loss| (and of eps - L)
         near = loss > epsilon - slack
@@ -620,8 +620,8 @@ def _log_of_sum(ctx: Any, total: Any, magnitude: Any, s: Any) -> tuple[Any, Any]
     else:
         value = ctx.log(total) / s
         amplification = magnitude / total
-    if value == 0:
-        return value, ctx.mpf(0) if x == 0 else ctx.mpf(1)
+    if value == 0:  # the sum rounded to exactly 1: never structural here (t > 0), so more bits
+        return value, ctx.mpf(1)
     return value, abs(value) * max(amplification, ctx.mpf(1))
 
 

@@ -62,6 +62,8 @@ class FiniteArrays:
         same = self.p_live == self.q_live
         self.loss = np.where(same, 0.0, self.loss)
         self.loss_error = np.where(same, 0.0, error)
+        for a in (self.logp, self.logq, self.p_live, self.q_live, self.loss, self.loss_error):
+            a.flags.writeable = False
 
 
 def _sum_with_error(terms: Array) -> tuple[float, float]:
@@ -78,28 +80,70 @@ def _sum_with_error(terms: Array) -> tuple[float, float]:
 
 
 def _upper(value: float, bound: float, method: str, *, floor: float = 0.0, cap: float = math.inf) -> Estimate:
-    """``value + bound`` rounded up (``"exact"`` when nothing was rounded: bound 0)."""
+    """``value + bound`` rounded up (``"exact"`` when nothing was rounded: bound 0, no clamping).
+
+    ``floor`` and ``cap`` are the quantity's mathematical range (divergences of distributions are
+    >= 0): a float sum outside it, possible for masses that miss 1 by a rounding, is clamped and
+    then labelled ``"upper"``."""
     if bound == 0.0:
-        return Estimate(min(max(value, floor), cap), kind="exact", method=method)
+        clamped = min(max(value, floor), cap)
+        return Estimate(clamped, kind="exact" if clamped == value else "upper", method=method)
     upper = math.nextafter((value + bound) * (1.0 + 2.0 * _U), math.inf)
     upper = min(max(upper, floor), cap)
     return Estimate(upper, kind="upper", error=max(upper - value, 0.0), method=method + " (rounded up by its error bound)")
 
 
+def _expm1mx(x: Array) -> Array:
+    """e^x - 1 - x elementwise for |x| <= 1 without cancellation (Taylor series, 25 terms)."""
+    term = x * x / 2.0
+    total = np.zeros_like(x)
+    for k in range(3, 28):
+        total = total + term
+        term = term * x / k
+    return total
+
+
+def _exact_difference(a: Array, b: Array) -> float:
+    """sum(a) - sum(b) for float arrays, correctly rounded (math.fsum)."""
+    return math.fsum(a.tolist() + (-b).tolist())
+
+
 def kl(f: FiniteArrays) -> Estimate:
-    """KL(P||Q) = sum p ln(p/q) (Dwork & Roth Def 3.5), moved up by its rounding-error bound."""
+    r"""KL(P||Q) = sum p ln(p/q) (Dwork & Roth Def 3.5), moved up by its rounding-error bound.
+
+    Summed without first-order cancellation as :math:`\sum_i [p_i L_i - p_i + q_i] + (\sum p - \sum q)`:
+    each bracket is :math:`p\,(e^{-L} - 1 + L) \ge 0` (a series for |L| <= 1), and the last term is an
+    exact sum of the float masses; so laws that nearly agree keep their tiny KL to a relative error
+    of about 2u/|L| instead of an absolute one of u.
+    """
     if f.mass_inf > 0:
         return Estimate(math.inf, kind="exact", method=_EXACT)
-    terms = f.p_live * f.loss
-    value, sum_err = _sum_with_error(terms)
-    bound = float(np.dot(f.p_live, f.loss_error)) * (1.0 + 4.0 * _U) + 2.0 * _U * float(np.abs(terms).sum())
-    bound = bound + sum_err if bound > 0.0 else 0.0
+    L = f.loss
+    small = np.abs(L) <= 1.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        terms = np.where(small, f.p_live * _expm1mx(-np.where(small, L, 0.0)), f.p_live * L + (f.q_live - f.p_live))
+        # a loss error dL moves p (e^{-L} - 1 + L) by p |1 - e^{-L}| dL, and p L + (q - p) by p dL
+        slope = np.where(small, np.abs(np.expm1(-np.where(small, L, 0.0))), 1.0)
+    value_terms, sum_err = _sum_with_error(terms)
+    correction = _exact_difference(f.p_live, f.q_live)
+    value = value_terms + correction
+    bound = float(np.dot(f.p_live * slope, f.loss_error)) * 1.01
+    bound += 4.0 * _U * float(np.abs(terms).sum()) + 4.0 * _U * float(np.abs(f.q_live - f.p_live)[~small].sum())
+    if bound > 0.0 or correction != 0.0:
+        bound += sum_err + _U * abs(value) + 0.5 * math.ulp(correction)
+    if float(np.max(f.loss_error, initial=0.0)) > 0.0:  # subnormal products round by a spacing each
+        bound += 5e-324 * (f.loss.size + 2)
     return _upper(value, bound, _EXACT)
 
 
 def renyi(f: FiniteArrays, alpha: float) -> Estimate:
     r"""Rényi divergence :math:`\frac{1}{\alpha-1}\ln\sum p^\alpha q^{1-\alpha}` (Rényi 1961; seed 004),
-    moved up by its rounding-error bound (the loss errors enter as :math:`|s|\,\Delta L` in each exponent)."""
+    moved up by its rounding-error bound (the loss errors enter as :math:`|s|\,\Delta L` in each exponent).
+
+    The masses are taken to sum to 1 (``Finite`` allows a float shortfall of up to 1e-9): the shortfall
+    c = 1 - sum p counts as mass at loss 0, so that D_alpha(P||P) = 0 exactly, i.e. the value is
+    ln(sum p^a q^(1-a) + c)/(a - 1); where the sum is not at least twice |c| (laws nearly disjoint),
+    c is left out."""
     if alpha == 1.0:
         return kl(f)
     if math.isinf(alpha):
@@ -112,25 +156,43 @@ def renyi(f: FiniteArrays, alpha: float) -> Estimate:
     value = None
     err = 0.0
     spread = np.abs(s) * f.loss_error  # error of each exponent s L
-    if abs(s) * float(np.max(np.abs(f.loss))) <= 50.0:
+    if float(np.max(s * f.loss)) <= 700.0:  # no term overflows: the log1p form, if M is small
         # ln E_P[e^{sL}; q>0] = log1p(M), M = sum p expm1(sL) - P(q = 0): accurate when M is small
-        # (alpha near 1, or P close to Q); when |M| is not small the log-sum-exp form is the accurate one
-        with np.errstate(over="ignore"):
-            e = np.expm1(s * f.loss)
-        terms = f.p_live * e
+        # (alpha near 1, or P close to Q); when |M| is not small the log-sum-exp form is the accurate one.
+        # M is summed without first-order cancellation: sum p expm1(sL) = sum p psi(L) + s (sum p - sum q),
+        # psi(L) = f(sL) + s f(-L) with f(x) = e^x - 1 - x (series) where |L|, |sL| <= 1, and
+        # p expm1(sL) + s (q - p) elsewhere
+        L = f.loss
+        small = (np.abs(L) <= 1.0) & (np.abs(s * L) <= 1.0)
+        Ls = np.where(small, L, 0.0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            e = np.expm1(s * L)
+            terms = np.where(small, f.p_live * (_expm1mx(s * Ls) + s * _expm1mx(-Ls)),
+                             f.p_live * e + s * (f.q_live - f.p_live))
+            slope = np.where(small, np.abs(e - np.expm1(-Ls)), np.abs(e) + 1.0) * abs(s)
         m_sum, sum_err = _sum_with_error(terms)
-        m = m_sum - f.mass_inf
+        correction = s * _exact_difference(f.p_live, f.q_live)
+        m = m_sum + correction - f.mass_inf
         if abs(m) <= 0.5:
-            # |d expm1(x)| <= e^x |dx|; products and expm1 round by a few u
-            err_m = float(np.dot(f.p_live, spread * (1.0 + np.abs(e)) * (1.0 + 4.0 * _U)))
-            if err_m > 0.0:
-                err_m += 4.0 * _U * float(np.abs(terms).sum()) + sum_err + _U * f.mass_inf
+            # a loss error dL moves each term by p |s| |e^{sL} - e^{-L}| dL; products and series by a few u
+            err_m = float(np.dot(f.p_live * slope, f.loss_error)) * 1.01
+            err_m += 4.0 * _U * (float(np.abs(terms).sum()) + abs(correction)) + _U * f.mass_inf
+            if err_m > 0.0 or correction != 0.0:
+                err_m += sum_err + 4.0 * _U * float(np.abs(f.q_live - f.p_live)[~small].sum()) * abs(s)
+            if err_m == 0.0 and float(np.max(spread)) > 0.0:
+                err_m = 5e-324 * f.loss.size  # the bound underflowed: at least the subnormal spacing
             value = math.log1p(m) / s
             if err_m > 0.0:
+                # plus the spacing of m itself, which may be subnormal
+                err_m += 4.0 * _U * abs(m) + 5e-324
                 err = (err_m / max(1.0 + m - err_m, 1e-300) + 2.0 * _U * abs(math.log1p(m))) / abs(s)
     if value is None:
         exponents = f.logp + s * f.loss
         lse = float(logsumexp(exponents))
+        # the same convention as the log1p form: the float shortfall 1 - sum p counts as mass at loss 0
+        shortfall = -math.fsum(f.p_live.tolist() + [f.mass_inf, -1.0])
+        if shortfall != 0.0 and -700.0 < lse < 700.0 and abs(shortfall) <= 0.5 * math.exp(lse):
+            lse = lse + math.log1p(shortfall * math.exp(-lse))
         value = lse / s
         if float(np.max(spread)) > 0.0:
             # each term e^{x_i} errs by its exponent's error (the loss's, times |s|, plus a few u of
@@ -168,16 +230,16 @@ def max_divergence(f: FiniteArrays) -> Estimate:
 def hockey_stick(f: FiniteArrays, epsilon: float) -> Estimate:
     r""":math:`E_{e^\varepsilon}(P\|Q) = \sum (p - e^\varepsilon q)_+`, summed as p(1 - e^{\varepsilon - L}) over L > epsilon.
 
-    Rounded up by its error bound. Atoms whose loss lies within 2^20 times its error bound of epsilon
+    Rounded up by its error bound. Atoms whose loss lies within 2^40 times its error bound of epsilon
     (where the float term would be inaccurate, or on the wrong side) are summed exactly at 160 bits
     as :math:`\max(0, p - e^\varepsilon q)` from the float masses (or the given log masses); for the
     others a loss error :math:`\Delta L` moves the term by at most
-    :math:`p\,|\Delta L|\,e^{\varepsilon - L} \le 2^{-20}` of itself, and the products and
+    :math:`p\,|\Delta L|\,e^{\varepsilon - L} \le 2^{-40}` of itself, and the products and
     ``expm1`` by a few ulps.
     """
     slack = f.loss_error + 2.0 * _U * abs(epsilon)
     gap = f.loss - epsilon
-    band = np.abs(gap) <= 2.0**20 * slack
+    band = np.abs(gap) <= 2.0**40 * slack
     if np.count_nonzero(band) > 4096:  # too many to sum at 160 bits: the float bound for all
         band = np.abs(gap) <= slack
         exact_band = False

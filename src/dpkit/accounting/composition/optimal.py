@@ -157,6 +157,8 @@ def _table(groups: list[tuple[float, int]], deltas: list[tuple[float, int]]) -> 
     # compare with 50-digit mpmath at k = 1000 and 10000).
     log_error = 32.0 * _U * (magnitude + max_loss + math.log(hi.size + 2.0))
     floor_lo, floor_hi, _ = _floor_bounds(deltas)
+    for a in (hi, lo, log_mass):
+        a.flags.writeable = False
     return _LossTable(
         hi=hi,
         lo=lo,
