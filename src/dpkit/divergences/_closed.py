@@ -554,26 +554,28 @@ class DiscreteGaussianShift(Evaluator):
             from dpkit.errors import UnsupportedError
 
             raise UnsupportedError(f"sigma={self.sigma} is too large for the exact discrete-Gaussian sum.")
-        # atoms that may have loss > eps once the loss's own rounding is allowed for
+        # atoms that may have loss > eps once the loss's own rounding is allowed for; the loss
+        # decreases along the table, so those with loss > eps are a prefix [0, j0) and the edge band
+        # (loss within its error of eps) is [j0, j)
         slack_max = 8.0 * _U * (abs(epsilon) + float(np.max(np.abs(t.loss))))
         j = int(np.searchsorted(t.neg_loss, -(epsilon - slack_max), side="left"))
         if j == 0:  # only atoms beyond 39 sigma, of mass below e^{-760}: the smallest positive float
             return Estimate(5e-324, kind="upper", error=5e-324, method=self.method + " (tail beyond the table)")
-        loss, logp = t.loss[:j], t.logp[:j]
-        slack = 8.0 * _U * (np.abs(loss) + abs(epsilon))  # |error of the float loss| (and of eps - L)
-        near = loss > epsilon - slack
-        over = loss > epsilon
+        j0 = int(np.searchsorted(t.neg_loss, -epsilon, side="left"))
+        loss, p = t.loss[:j0], t.p[:j0]
         with np.errstate(under="ignore"):
-            p = np.exp(logp)
-            h = -np.expm1(np.minimum(epsilon - loss, 0.0))
-            terms = np.where(over, p * h, 0.0)
+            h = -np.expm1(epsilon - loss)
+            terms = p * h
             value = float(terms.sum())
             # each term: ln p errs by 8u(|ln p| + 2|ln theta| + 1), the product and expm1 by a few u;
-            # a loss error moves p (1 - e^{eps - L}) by at most p |dL| e^{eps - L} (or p |dL| at the edge)
-            rel = 8.0 * _U * (np.abs(logp) + 2.0 * abs(self.log_norm) + 2.0)
-            edge = p * slack * np.exp(np.minimum(epsilon - loss, 0.0)) * 1.01
-            bound = float((terms * rel).sum()) + float(np.where(near, edge, 0.0).sum())
-        n = max(int(np.count_nonzero(over)), 1)
+            # a loss error dL (<= 8u(|L| + |eps|)) moves p (1 - e^{eps - L}) by at most p e^{eps - L} dL
+            rest = p - terms  # p e^{eps - L}
+            bound = 8.0 * _U * (float(np.dot(terms, np.abs(t.logp[:j0]))) + (2.0 * abs(self.log_norm) + 2.0) * value)
+            bound += 8.0 * _U * 1.01 * (float(np.dot(rest, np.abs(loss))) + abs(epsilon) * float(rest.sum()))
+            if j > j0:  # the edge: atoms that may still lie above eps, each worth at most p dL
+                edge = t.p[j0:j] * (np.abs(t.loss[j0:j]) + abs(epsilon))
+                bound += 8.0 * _U * 1.01 * float(edge.sum())
+        n = max(j0, 1)
         bound += value * (136.0 + math.log2(n)) * _U  # numpy's pairwise sum
         upper = min(1.0, math.nextafter((value + bound) * (1.0 + 4.0 * _U), math.inf))
         return Estimate(upper, kind="upper", error=upper - value, method=self.method + " (float sum, rounded up)")
@@ -655,7 +657,7 @@ def _log_theta_ratio_mp(ctx: Any, sigma: float, s: Any) -> Any:
 class _DGTable:
     """Atoms of the discrete Gaussian shift pair in increasing k (decreasing loss), with prefix sums."""
 
-    __slots__ = ("logp", "loss", "neg_loss", "cp", "cq")
+    __slots__ = ("logp", "loss", "neg_loss", "cp", "cq", "p")
 
     def __init__(self, d: int, sigma: float, log_norm: float) -> None:
         reach = int(math.ceil(39.0 * sigma)) + 2 + d
@@ -663,9 +665,10 @@ class _DGTable:
         self.logp = -(k * k) / (2.0 * sigma**2) - log_norm
         self.loss = (d**2 - 2.0 * d * k) / (2.0 * sigma**2)
         self.neg_loss = -self.loss  # increasing, for searchsorted
-        self.cp = np.cumsum(np.exp(self.logp))
+        self.p = np.exp(self.logp)
+        self.cp = np.cumsum(self.p)
         self.cq = np.cumsum(np.exp(self.logp - self.loss))
-        for a in (self.logp, self.loss, self.neg_loss, self.cp, self.cq):
+        for a in (self.logp, self.loss, self.neg_loss, self.cp, self.cq, self.p):
             a.flags.writeable = False
 
 
