@@ -4,10 +4,14 @@ Contract: :func:`compose_optimal` (identical guarantees, Kairouz-Oh-Viswanath) a
 :func:`compose_optimal_heterogeneous` (different guarantees, Murtagh-Vadhan) return an
 :class:`~dpkit.guarantees.ApproxDP` that is *optimal* for adaptive composition: no smaller
 epsilon (or delta) holds for every choice of mechanisms meeting the inputs, because composing
-their canonical pairs attains it. Numbers are ``Estimate(kind="exact")`` rounded towards more
-privacy loss, with ``error`` bounding the distance to the exact value: an epsilon is the upper
-end of a bisection bracket whose lower end is certified too small, and a delta is the computed
-sum inflated by a bound on its rounding error.
+their canonical pairs attains it. Numbers are rounded towards more privacy loss. For tables of at
+most 512 atoms (e.g. k <= 511 identical guarantees) the sum is also formed at 160 bits, and the
+values are ``Estimate(kind="exact")``: within two floats above the exact value (an epsilon is the
+first float whose rounded-up delta meets the target). Larger tables give ``kind="interval"``: the
+value is the upper end of a bracket whose lower end (``lower``) is certified too small, from the
+float sum and a bound on its rounding error (issue 11: "exact" never stands for a wider bracket).
+The floor 1 - prod(1 - delta_i) is evaluated at 160 bits, so a target at or just above it is
+accepted exactly when it should be.
 
 Why hand-written: the terms are binomial probabilities times :math:`(1 - e^{\varepsilon_g - L})`
 with :math:`L` the privacy loss, and the direct formula overflows (:math:`e^{k\varepsilon}` at
@@ -313,10 +317,11 @@ def compose_optimal(
     Returns
     -------
     ApproxDP
-        With ``delta_total``: epsilon is ``Estimate(kind="exact")``, the upper end of a bisection
-        bracket (never below the optimum; ``error`` is the bracket width including rounding).
-        With ``epsilon_total``: delta is ``Estimate(kind="exact")``, rounded up by its rounding
-        bound (``error``).
+        With ``delta_total``: epsilon never below the optimum; ``Estimate(kind="exact")`` (within
+        two floats) for tables of at most 512 atoms, else ``kind="interval"`` with the certified
+        lower end in ``lower`` and the bracket width in ``error``. With ``epsilon_total``: delta
+        likewise, ``"exact"`` from the 160-bit sum or an ``"interval"`` from the float sum and its
+        rounding bound.
 
     Raises
     ------
