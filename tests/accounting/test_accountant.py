@@ -35,12 +35,14 @@ def test_pure_budget_refuses_and_is_unchanged():
 def test_count_multiplies_for_every_family():
     """dp_accounting's RDP path forgets the repeat count of the exponential mechanism; here count
     is one mechanism for every budget type."""
-    for budget, item in [(PureDP(1.0), PureDP(0.1)), (ZCDP(1.0), ZCDP(0.1)),
-                         (RenyiDP(orders=[2.0, 8.0], epsilons=[1.0, 1.0]), PureDP(0.1))]:
+    # 0.0625 is a binary fraction: 16 spends fill a budget of 1.0 exactly (16 spends of the float 0.1
+    # would exceed it by 8.9e-16, and compositions are rounded up: issue 11)
+    for budget, item in [(PureDP(1.0), PureDP(0.0625)), (ZCDP(1.0), ZCDP(0.0625)),
+                         (RenyiDP(orders=[2.0, 8.0], epsilons=[1.0, 1.0]), PureDP(0.0625))]:
         one = Accountant(budget)
-        one.spend(item, count=10)
+        one.spend(item, count=16)
         many = Accountant(budget)
-        for _ in range(10):
+        for _ in range(16):
             many.spend(item)
         assert str(one.remaining()) == str(many.remaining())
         with pytest.raises(BudgetExceededError):

@@ -7,6 +7,7 @@ itself checked against brute force in test_composition_optimal. rtol 1e-12 for c
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import mpmath as mp
 import pytest
@@ -51,7 +52,10 @@ def test_sanity_table_rederived(epsilon, k, basic, drv, tanh, optimal):
     assert float(got_drv.epsilon) == pytest.approx(min(basic, float(mp_drv(epsilon, k, 1e-6))), rel=1e-12)
     assert float(got_tanh.epsilon) == pytest.approx(float(mp_drv(epsilon, k, 1e-6, tanh=True)), rel=1e-12)
     assert round(float(compose_optimal(epsilon, 0.0, k, delta_total=1e-6).epsilon), places) == optimal
-    assert got_drv.delta == got_tanh.delta == pytest.approx(1e-6, rel=1e-15)
+    # the advanced bound states k delta + delta'; when basic composition wins it states its own k delta
+    # (here 0), tighter than the delta' it does not need (issue 11)
+    for got, advanced in ((got_drv, float(mp_drv(epsilon, k, 1e-6))), (got_tanh, float(mp_drv(epsilon, k, 1e-6, tanh=True)))):
+        assert float(got.delta) == (pytest.approx(1e-6, rel=1e-15) if advanced < basic else 0.0)
 
 
 def test_thm_3_20_worse_than_basic_reports_basic():
@@ -63,10 +67,36 @@ def test_thm_3_20_worse_than_basic_reports_basic():
 
 
 def test_delta_total_is_k_delta_plus_delta_prime():
-    g = compose_advanced(0.2, 1e-7, 30, delta_prime=1e-5)
-    assert float(g.delta) == pytest.approx(30 * 1e-7 + 1e-5, rel=1e-15) and g.delta.kind == "upper"
+    g = compose_advanced(0.02, 1e-7, 3000, delta_prime=1e-5)  # the advanced bound wins here
+    assert not g.epsilon.method.startswith("basic")
+    assert float(g.delta) == pytest.approx(3000 * 1e-7 + 1e-5, rel=1e-15) and g.delta.kind == "upper"
+    b = compose_advanced(0.2, 1e-7, 30, delta_prime=1e-5)  # basic k*eps wins: its own delta k*delta (issue 11)
+    assert b.epsilon.method.startswith("basic") and float(b.delta) == pytest.approx(30 * 1e-7, rel=1e-15)
     with pytest.raises(ValueError, match=r"k\*delta \+ delta_prime = .* > 1"):
         compose_advanced(0.2, 0.1, 30, delta_prime=1e-5)
+
+
+def test_basic_fallback_reports_basic_delta_regression():
+    """Issue 11: ten spends of (0.5, 1e-6) with delta' = 1e-5 give (5.0, 1e-5), not (5.0, 2e-5)."""
+    g = compose_advanced(0.5, 1e-6, 10, delta_prime=1e-5)
+    assert g.epsilon.method.startswith("basic k*eps")
+    assert float(g.epsilon) == 5.0 and float(g.delta) == pytest.approx(1e-5, rel=1e-15)
+    assert float(g.delta) >= Fraction(1e-6) * 10  # the exact k*delta, rounded up
+    h = compose_advanced(0.05, 1e-6, 1000, delta_prime=1e-5)  # the advanced bound wins: k delta + delta'
+    assert not h.epsilon.method.startswith("basic") and float(h.delta) >= Fraction(1e-6) * 1000 + Fraction(1e-5)
+
+
+def test_advanced_values_are_rounded_up():
+    for eps, k, dp in [(0.1, 100, 1e-6), (0.01, 1000, 1e-9), (1e-8, 10**6, 1e-300), (0.3, 7, 0.5)]:
+        for variant, tanh in (("drv", False), ("tanh", True)):
+            got = compose_advanced(eps, 0.0, k, delta_prime=dp, variant=variant)
+            with mp.workdps(60):
+                exact = min(mp_drv(eps, k, dp, tanh=tanh), k * mp.mpf(eps))
+                assert mp.mpf(float(got.epsilon)) >= exact
+                assert float(got.epsilon) <= math.nextafter(math.nextafter(float(exact), math.inf), math.inf)
+        per_step = advanced_per_step_epsilon(0.5, k, dp)
+        with mp.workdps(60):
+            assert mp.mpf(float(per_step)) <= mp.mpf(0.5) / (2 * mp.sqrt(2 * k * mp.log(1 / mp.mpf(dp))))
 
 
 def test_large_epsilon_does_not_overflow():
@@ -125,9 +155,12 @@ def test_basic_at_least_advanced_at_least_optimal(epsilon, k, delta, delta_prime
     basic = compose_basic([(ApproxDP(epsilon=epsilon, delta=delta), k)])
     drv = compose_advanced(epsilon, delta, k, delta_prime=delta_prime)
     tanh = compose_advanced(epsilon, delta, k, delta_prime=delta_prime, variant="tanh")
-    optimum = compose_optimal(epsilon, delta, k, delta_total=float(drv.delta)).epsilon
     slack = 1e-12 * k * epsilon
     assert float(basic.epsilon) + slack >= float(drv.epsilon) >= float(tanh.epsilon) - slack
-    assert float(tanh.epsilon) + slack >= float(optimum) - optimum.error
+    # each guarantee is at least the optimum at its own delta (a basic fallback states k*delta, not
+    # k*delta + delta', so the two variants may state different deltas)
+    for g in (drv, tanh):
+        optimum = compose_optimal(epsilon, delta, k, delta_total=float(g.delta)).epsilon
+        assert float(g.epsilon) + slack >= float(optimum) - optimum.error
     kov = compose_kov_bound(epsilon, delta, k, delta_prime=delta_prime)
     assert float(kov.epsilon) + slack >= float(compose_optimal(epsilon, delta, k, delta_total=float(kov.delta)).epsilon)

@@ -120,3 +120,25 @@ def test_parallel_accepts_an_enum_like_neighboring():
         value = "substitute"
 
     assert float(compose_parallel([PureDP(1.0), PureDP(0.5)], neighboring=Neighboring()).epsilon) == 1.5  # type: ignore[arg-type]
+
+
+def test_ten_spends_of_a_tenth_exceed_one_regression():
+    """Issue 11: the exact sum of ten copies of the float 0.1 is 1 + 5.55e-17; basic composition
+    rounds it up, so a budget of 1.0 (compared in the same direction) refuses the tenth spend."""
+    from fractions import Fraction
+
+    from dpkit.accounting import Accountant
+    from dpkit.errors import BudgetExceededError
+
+    g = compose_basic([PureDP(0.1)] * 10)
+    assert g.epsilon.kind == "exact" and float(g.epsilon) > 1.0
+    assert Fraction(float(g.epsilon)) >= 10 * Fraction(0.1)  # never below the exact sum
+    assert float(g.epsilon) == math.nextafter(1.0, 2.0)  # and the float just above it
+    acc = Accountant(PureDP(1.0))
+    for _ in range(9):
+        acc.spend(PureDP(0.1))
+    with pytest.raises(BudgetExceededError):
+        acc.spend(PureDP(0.1))
+    approx = compose_basic([ApproxDP(epsilon=0.1, delta=1e-7)] * 10)
+    assert Fraction(float(approx.epsilon)) >= 10 * Fraction(0.1)
+    assert Fraction(float(approx.delta)) >= 10 * Fraction(1e-7)

@@ -129,3 +129,47 @@ def test_heterogeneous_refuses_more_than_20_distinct_epsilons():
     assert compose_optimal_heterogeneous(ok, delta_total=1e-6).epsilon > 0
     with pytest.raises(UnsupportedError, match=r"#P-complete.*PLD accounting"):
         compose_optimal_heterogeneous(ok + [PureDP(0.5)], delta_total=1e-6)
+
+
+def test_heterogeneous_floor_regression():
+    """Issue 11: (1, 0.1) and (2, 0.2) at delta_total = 0.28 were refused by a message printing a
+    floor below 0.28. The exact floor 1 - 0.9 * 0.8 (of the floats) is 0.27999999999999994 < 0.28, so
+    the target is met; below the floor the message prints a number above the refused target."""
+    gs = [ApproxDP(epsilon=1.0, delta=0.1), ApproxDP(epsilon=2.0, delta=0.2)]
+    g = compose_optimal_heterogeneous(gs, delta_total=0.28)
+    assert float(g.epsilon) == 3.0 and g.epsilon.kind == "exact"
+    assert mp_heterogeneous_delta([(1.0, 0.1), (2.0, 0.2)], float(g.epsilon)) <= mp.mpf(0.28)
+    below = math.nextafter(0.28, 0.0)
+    while float(1 - mp.mpf(0.9) * mp.mpf(0.8)) <= below:
+        below = math.nextafter(below, 0.0)
+    with pytest.raises(ValueError, match="delta_total must be >=") as info:
+        compose_optimal_heterogeneous(gs, delta_total=below)
+    printed = float(str(info.value).split(" = ")[1].split(" ")[0])
+    assert printed > below and mp.mpf(printed) >= 1 - mp.mpf(0.9) * mp.mpf(0.8)
+
+
+@pytest.mark.parametrize("epsilon, delta, k", SMALL + [(0.1, 0.0, 100), (0.7, 1e-7, 40)])
+def test_small_tables_are_exact_to_two_ulps(epsilon, delta, k):
+    """Tables of at most 512 atoms are summed at 160 bits: "exact" means within two ulps, never below."""
+    with mp.workdps(60):
+        for eg in [0.0, 0.3 * epsilon, epsilon, 0.5 * k * epsilon]:
+            got = compose_optimal(epsilon, delta, k, epsilon_total=eg).delta
+            ref = mp_delta(epsilon, delta, k, eg)
+            assert got.kind == "exact" and mp.mpf(float(got)) >= ref
+            assert float(got) <= math.nextafter(math.nextafter(float(ref), 2.0), 2.0)
+        floor = 1 - (1 - mp.mpf(delta)) ** k
+        for target in [float(floor) * 1.5 + 1e-9, 1e-3 + float(floor), 0.2]:
+            got = compose_optimal(epsilon, delta, k, delta_total=target).epsilon
+            assert got.kind == "exact" and mp_delta(epsilon, delta, k, float(got)) <= target
+            if float(got) > 0:
+                before = math.nextafter(math.nextafter(float(got), 0.0), 0.0)
+                assert mp_delta(epsilon, delta, k, before) > target  # two floats down fails
+
+
+def test_large_tables_are_certified_intervals():
+    with mp.workdps(60):
+        got = compose_optimal(0.1, 0.0, 1000, delta_total=1e-6).epsilon
+        assert got.kind == "interval" and got.lower <= float(got)
+        assert mp_delta(0.1, 0.0, 1000, float(got)) <= mp.mpf(1e-6) < mp_delta(0.1, 0.0, 1000, got.lower)
+        d = compose_optimal(0.1, 0.0, 1000, epsilon_total=5.0).delta
+        assert d.kind == "interval" and d.lower <= mp_delta(0.1, 0.0, 1000, 5.0) <= float(d)

@@ -61,11 +61,13 @@ def test_profile_at_zero_is_erf() -> None:
 @pytest.mark.parametrize("delta", [1e-300, 1e-100, 1e-12, 1e-5, 0.1, 0.5])
 def test_inverse_never_understates_and_is_tight(mu: float, delta: float) -> None:
     got = gdp_to_profile(GaussianDP(mu)).epsilon(delta)
-    assert got.kind == "upper"
+    assert got.kind == "exact"  # issue 11: the first float meeting delta at 160 bits (was "upper", 1e-10)
     assert gdp_delta(float(got), mu) <= delta  # valid: the true delta at the reported eps
     exact = gdp_epsilon(delta, mu)
     assert mp.mpf(float(got)) >= exact
     assert float(got) - float(exact) <= 1e-10 * max(1.0, float(exact))
+    if float(got) > 0:  # within two ulps: two floats down no longer meets delta
+        assert gdp_delta(math.nextafter(math.nextafter(float(got), 0.0), 0.0), mu) > delta
 
 
 def test_inverse_round_trip() -> None:
@@ -87,7 +89,7 @@ def test_gdp_to_approx_dp_reference_value() -> None:
     # mu = 1, delta = 1e-5: exact eps = 4.37717809568122... (mpmath bisection, 50 digits).
     result = gdp_to_approx_dp(GaussianDP(1.0), delta=1e-5)
     assert result.delta == 1e-5
-    assert result.epsilon.kind == "upper"
+    assert result.epsilon.kind == "exact"  # within two ulps, never below (was "upper")
     assert float(result.epsilon) == pytest.approx(float(gdp_epsilon(1e-5, 1.0)), rel=1e-12)
     assert float(result.epsilon) == pytest.approx(4.3771780956812, rel=1e-12)
 

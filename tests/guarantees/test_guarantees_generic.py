@@ -83,3 +83,23 @@ def test_to_rdp_and_to_zcdp() -> None:
     )
     assert to_rdp(PureDP(2.0)).epsilon(1e6) <= 2.0
     assert math.isfinite(to_rdp(PureDP(2.0)).epsilon(1.0 + 1e-9))
+
+
+def test_approx_dp_through_the_generic_profile_is_never_below_the_exact_inverse() -> None:
+    """Issue 14 (minor): the inverse of the (epsilon, delta) profile, reached through to_approx_dp /
+    profile_to_approx_dp, could be one float below the exact inverse. Now it is the float at or
+    above it, within two ulps (checked against 60-digit mpmath on a spread of parameters)."""
+    import mpmath as mp
+
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        eps = float(10.0 ** rng.uniform(-6, 1.5))
+        delta = float(10.0 ** rng.uniform(-12, -1)) * float(rng.integers(0, 2))
+        target = delta + (1 - delta) * float(rng.uniform(0, 1)) * math.tanh(eps / 2) * 0.999
+        got = to_approx_dp(ApproxDP(epsilon=eps, delta=delta), delta=target).epsilon
+        assert got.kind == "exact"
+        with mp.workdps(60):
+            x = (mp.mpf(target) - delta) * (1 + mp.exp(-mp.mpf(eps))) / (1 - mp.mpf(delta))
+            exact = max(mp.mpf(0), eps + mp.log1p(-x))
+            assert mp.mpf(float(got)) >= exact, (eps, delta, target)
+            assert float(got) <= math.nextafter(math.nextafter(float(exact), math.inf), math.inf)

@@ -179,4 +179,23 @@ def test_extreme_parameters_stay_finite_and_sound() -> None:
     huge = zcdp_to_approx_dp(ZCDP(1e300), delta=1e-5).epsilon
     assert 1e300 <= huge <= zcdp_to_approx_dp(ZCDP(1e300), delta=1e-5, method="bs16").epsilon
     profile = rdp_to_profile(RenyiDP(orders=[64.0], epsilons=[100.0]))
-    np.testing.assert_array_equal(profile.delta(np.array([0.0, 1000.0])), [1.0, 0.0])
+    # e^{63 (100 - 1000)} / 64 ... is positive: rounded up it is the smallest subnormal, never 0 (issue 11)
+    np.testing.assert_array_equal(profile.delta(np.array([0.0, 1000.0])), [1.0, 5e-324])
+
+
+def test_zcdp_profile_at_tiny_rho_searches_past_any_fixed_grid_regression() -> None:
+    """Issue 11: ZCDP(5e-30).delta(1e-13) was 3.7e-11 (orders searched only up to alpha - 1 = 1e10);
+    the CKS bound, minimised over alpha in log space at 50 digits, is 2.62e-234."""
+    rho, eps = mp.mpf(5e-30), mp.mpf(1e-13)
+
+    def log_delta(t: mp.mpf) -> mp.mpf:  # t = ln(alpha - 1)
+        a = 1 + mp.exp(t)
+        return (a - 1) * (a * rho - eps) + (a - 1) * mp.log1p(-1 / a) - mp.log(a)
+
+    with mp.workdps(50):
+        t_best = mp.findroot(lambda t: mp.diff(log_delta, t), mp.log(float((eps + rho) / (2 * rho))))
+        exact = mp.exp(log_delta(t_best))
+    got = zcdp_to_profile(ZCDP(5e-30)).delta(1e-13)
+    assert got.kind == "upper" and mp.mpf(float(got)) >= exact
+    assert float(got) == pytest.approx(float(exact), rel=1e-9)
+    assert 2.6e-234 < float(got) < 2.7e-234

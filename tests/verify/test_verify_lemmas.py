@@ -127,7 +127,7 @@ def test_lemma_3_17_part_2_budget_is_used_exactly(pq: tuple[np.ndarray, np.ndarr
 def test_seed_one_sided_lemma_3_17_part_2_is_false(delta: float) -> None:
     """Seed 000/003 writes only D_inf(Y'||Z') <= eps; THEORY-NOTES §2.3's counterexample breaks the 'if'."""
     Y, Z = Finite([1.0, 0.0]), Finite([0.5, 0.5])
-    epsilon = math.log(2.0)
+    epsilon = math.nextafter(math.log(2.0), math.inf)  # ln 2 rounded up (the float log(2.0) lies below ln 2)
     # the seed's right-hand side holds with Y' = Y, Z' = Z (distance 0 <= delta/(e^eps + 1))
     assert float(max_divergence(Y, Z)) <= epsilon
     # ... but its left-hand side fails: Z puts 1/2 > delta where Y has nothing

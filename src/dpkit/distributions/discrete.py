@@ -157,7 +157,9 @@ class DiscreteGaussian(DiscreteDistribution):
                 )
             k = np.arange(-half, half + 1, dtype=np.float64)
             pmf = np.exp(-(k * k) / (2.0 * self.sigma**2) - self.log_normalizer)
-            self._set("_table", (half, np.cumsum(pmf)))
+            cum = np.cumsum(pmf)
+            cum.flags.writeable = False  # a value object: its cached table is read-only too
+            self._set("_table", (half, cum))
         return self._table  # type: ignore[return-value]
 
     def cdf(self, x: ArrayLike) -> Array:

@@ -109,7 +109,10 @@ class Finite(DiscreteDistribution):
         if self._order is None:
             order = np.argsort(self.support, kind="stable")
             xs = self.support[order].astype(np.float64)
-            self._set("_order", (xs, np.cumsum(self.probabilities[order])))
+            cum = np.cumsum(self.probabilities[order])
+            xs.flags.writeable = False  # cached on a value object: read-only like its masses
+            cum.flags.writeable = False
+            self._set("_order", (xs, cum))
         return self._order  # type: ignore[return-value]
 
     def index_of(self, x: ArrayLike) -> np.ndarray:

@@ -9,6 +9,7 @@ with a closed form for some divergences only fall back to quadrature for the res
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -78,11 +79,11 @@ def evaluator(P: Distribution, Q: Distribution) -> Evaluator:
     tp, tq = type(P), type(Q)
     if tp is tq is Laplace:
         if P.scale == Q.scale:
-            return _closed.LaplaceShift(Q.loc - P.loc, P.scale)
+            return _closed.LaplaceShift(Fraction(Q.loc) - Fraction(P.loc), P.scale)  # the shift, exactly
         return _Hybrid(_closed.LaplaceScales(P.loc, P.scale, Q.loc, Q.scale), QuadraturePair(P, Q))
     if tp is tq is Gaussian:
         if P.sigma == Q.sigma:
-            return _closed.GaussianShift(Q.loc - P.loc, P.sigma)
+            return _closed.GaussianShift(Fraction(Q.loc) - Fraction(P.loc), P.sigma)
         return _Hybrid(_closed.GaussianGeneral(P.loc, P.sigma, Q.loc, Q.sigma), QuadraturePair(P, Q))
     if tp is tq is DiscreteLaplace and P.scale == Q.scale:
         return _closed.DiscreteLaplaceShift(Q.loc - P.loc, P.scale)

@@ -11,6 +11,7 @@ import math
 from scipy.optimize import brentq
 
 from dpkit._math import Estimate
+from dpkit._math.gaussian import first_float
 from dpkit.errors import UnsupportedError
 
 
@@ -43,16 +44,22 @@ class Evaluator:
     def approx_max_divergence(self, delta: float) -> Estimate:
         """ln of the smallest gamma with E_gamma(P||Q) <= delta, by bracketing root finding.
 
-        Returns the upper end of the final bracket, so the value never understates the exact one
-        by more than rounding; ``error`` is the bracket width.
+        Where the hockey-stick values are certified (``"exact"`` or ``"upper"``), the result is the
+        first float at which the rounded-up value meets ``delta`` (kind ``"upper"``): never below the
+        exact root. Where they are quadrature or series estimates (``"numerical"``), so is the root:
+        kind ``"numerical"``, ``error`` the bracket plus the quadrature error carried through the
+        slope (issue 11: a root found on estimates is not an upper bound).
         """
         if delta >= 1.0:
             return Estimate(-math.inf, kind="exact", method="delta = 1")
         if delta == 0.0:
             return self.max_divergence()
+        probe = self.hockey_stick(0.0)
+        certified = probe.kind in ("exact", "upper", "interval")
         hi_cap = float(self.max_divergence_or_inf())
         lo = math.log1p(-delta)  # E_gamma >= 1 - gamma > delta for ln gamma < ln(1 - delta)
         lo = lo - 1e-12 * max(1.0, abs(lo)) - 1e-300
+        kind = "upper" if certified else "numerical"
         if math.isfinite(hi_cap):
             hi = hi_cap
         else:
@@ -62,7 +69,7 @@ class Evaluator:
                 if hi > 1e12:
                     return Estimate(math.inf, kind="upper", method="no finite epsilon below 1e12")
         if float(self.hockey_stick(lo)) <= delta:
-            return Estimate(lo, kind="upper", method="bracket root of the hockey-stick")
+            return Estimate(lo, kind=kind, method="bracket root of the hockey-stick")
 
         def g(e: float) -> float:
             return float(self.hockey_stick(e)) - delta
@@ -70,16 +77,17 @@ class Evaluator:
         if g(hi) > 0:  # the cap itself is not enough: no finite epsilon
             return Estimate(math.inf, kind="exact", method="hockey-stick stays above delta")
         root = brentq(g, lo, hi, xtol=1e-15, rtol=1e-15, maxiter=400)
-        # step to the safe side of the root
-        upper = root
-        for _ in range(60):
-            if g(upper) <= 0:
-                break
-            upper = upper + max(abs(upper) * 1e-14, 1e-15)
-        else:
-            upper = hi
-        return Estimate(upper, kind="upper", error=abs(upper - root) + 1e-15 * max(1.0, abs(root)),
-                        method="root of the hockey-stick (upper end)")
+        if certified:
+            value = first_float(lambda e: g(e) <= 0.0, root, lower=lo, upper=hi)
+            return Estimate(value, kind="upper", error=abs(value - root),
+                            method="root of the rounded-up hockey-stick (first float that meets delta)")
+        # estimates: carry the quadrature error through the slope of the profile at the root
+        h = 1e-6 * max(1.0, abs(root))
+        at = self.hockey_stick(root)
+        slope = (float(self.hockey_stick(root - h)) - float(self.hockey_stick(root + h))) / (2.0 * h)
+        error = at.error / slope if slope > 0 else math.inf
+        return Estimate(root, kind="numerical", error=error + 1e-15 * max(1.0, abs(root)),
+                        method="root of the hockey-stick estimates (quadrature or series): an estimate")
 
     def max_divergence_or_inf(self) -> float:
         try:

@@ -2,6 +2,11 @@
 
 Exact sums for finite laws; closed forms for the Laplace and Gaussian (differential entropies) and
 for the discrete Laplace and discrete Gaussian (Shannon).  Natural logarithm throughout.
+
+Labels (issue 11; entropies are not privacy losses, but a label means the same everywhere): closed
+forms are evaluated at 160 bits and rounded up (``"exact"``: within two ulps above); float sums over
+finite laws are moved up by their rounding-error bound (``"upper"``); the theta-function form of the
+discrete Gaussian and the Rényi entropies of finite laws are ``"numerical"`` with an error estimate.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from dpkit._math import Estimate, check_finite
+from dpkit._math.precise import mp, to_float_up
 from dpkit.distributions import (
     Bernoulli,
     DiscreteGaussian,
@@ -26,6 +32,23 @@ from dpkit.divergences._dispatch import evaluator
 from dpkit.errors import UnsupportedError
 
 _EXACT = "exact sum over the support"
+_U = 2.0**-53
+
+
+def _closed(value: object, method: str) -> Estimate:
+    """A closed form evaluated at 160 bits, rounded up: within two ulps above."""
+    return Estimate(to_float_up(value), kind="exact", method=method + " (160 bits)")
+
+
+def _sum_up(terms: np.ndarray, magnitudes: np.ndarray, method: str) -> Estimate:
+    """A float sum of terms, each good to 9u of its magnitude (a logarithm and a product), moved up
+    by that bound and the summation's (math.fsum: half an ulp)."""
+    value = math.fsum(terms.tolist())
+    bound = 9.0 * _U * float(magnitudes.sum()) + 0.5 * math.ulp(value)
+    if not np.any(terms):
+        return Estimate(0.0, kind="exact", method=method)
+    upper = math.nextafter(value + bound, math.inf)
+    return Estimate(upper, kind="upper", error=upper - value, method=method + " (rounded up by its error bound)")
 
 
 def _finite(P: Distribution) -> Finite | None:
@@ -50,20 +73,22 @@ def shannon_entropy(P: Distribution) -> Estimate:
     F = _finite(P)
     if F is not None:
         p = F.probabilities[F.probabilities > 0]
-        return Estimate(float(-np.dot(p, np.log(p))), kind="exact", method=_EXACT)
+        return _sum_up(-p * np.log(p), p * np.abs(np.log(p)), _EXACT)
+    ctx = mp()
     if isinstance(P, Laplace):
-        return Estimate(1.0 + math.log(2.0 * P.scale), kind="exact", method="closed form: Laplace")
+        return _closed(1 + ctx.log(2 * ctx.mpf(P.scale)), "closed form: Laplace")
     if isinstance(P, Gaussian):
-        return Estimate(0.5 * math.log(2.0 * math.pi * math.e * P.sigma**2), kind="exact", method="closed form: Gaussian")
+        return _closed(ctx.log(2 * ctx.pi * ctx.e * ctx.mpf(P.sigma) ** 2) / 2, "closed form: Gaussian")
     if isinstance(P, DiscreteLaplace):
-        t = P.scale
-        r = math.exp(-1.0 / t)
-        mean_abs = 2.0 * r / -math.expm1(-2.0 / t)  # E|K| = 2r / (1 - r^2)
-        log_norm = math.log(-math.expm1(-1.0 / t)) - math.log1p(r)
-        return Estimate(-log_norm + mean_abs / t, kind="exact", method="closed form: discrete Laplace")
+        t = ctx.mpf(P.scale)
+        r = ctx.exp(-1 / t)
+        mean_abs = 2 * r / -ctx.expm1(-2 / t)  # E|K| = 2r / (1 - r^2)
+        log_norm = ctx.log(-ctx.expm1(-1 / t)) - ctx.log1p(r)
+        return _closed(-log_norm + mean_abs / t, "closed form: discrete Laplace")
     if isinstance(P, DiscreteGaussian):
         value = P.log_normalizer + second_moment(P.sigma) / (2.0 * P.sigma**2)
-        return Estimate(value, kind="exact", method="closed form: discrete Gaussian (theta sums)")
+        return Estimate(value, kind="numerical", error=64 * _U * (abs(value) + 1.0),
+                        method="closed form: discrete Gaussian (theta sums in floats)")
     raise UnsupportedError(f"no Shannon entropy path for {type(P).__name__}.")
 
 
@@ -82,11 +107,13 @@ def cross_entropy(P: Distribution, Q: Distribution) -> Estimate:
         arrays = ev.arrays  # type: ignore[attr-defined]
         if arrays.mass_inf > 0:
             return Estimate(math.inf, kind="exact", method=_EXACT)
-        return Estimate(float(-np.dot(arrays.p_live, arrays.logq)), kind="exact", method=_EXACT)
+        terms = -arrays.p_live * arrays.logq
+        return _sum_up(terms, arrays.p_live * (np.abs(arrays.logq) + 1.0), _EXACT)
     h = shannon_entropy(P)
     d = evaluator(P, Q).kl()
-    kind = "exact" if h.kind == d.kind == "exact" else "numerical"
-    return Estimate(float(h) + float(d), kind=kind, error=h.error + d.error, method="H(P) + KL(P||Q)")
+    total = h + d  # interval arithmetic: upper + upper is rounded up; an estimate stays one
+    return Estimate(float(total), kind=total.kind, error=h.error + d.error if total.kind == "numerical" else total.error,
+                    method="H(P) + KL(P||Q)", lower=total.lower)
 
 
 def renyi_entropy(P: Distribution, alpha: float) -> Estimate:
@@ -114,28 +141,35 @@ def renyi_entropy(P: Distribution, alpha: float) -> Estimate:
     F = _finite(P)
     if F is not None:
         p = F.probabilities[F.probabilities > 0]
+        ctx = mp()
         if a == 0.0:
-            return Estimate(math.log(p.size), kind="exact", method="Hartley entropy")
+            return _closed(ctx.log(p.size), "Hartley entropy")
         if math.isinf(a):
-            return Estimate(-math.log(float(np.max(p))), kind="exact", method="min-entropy")
+            return _closed(-ctx.log(ctx.mpf(float(np.max(p)))), "min-entropy")
         logp = np.log(p)
         s = a - 1.0
+        value = None
         if abs(s) * float(np.max(-logp)) <= 50.0:
             # ln sum p^a = log1p(sum p expm1((a-1) ln p)): no cancellation for a near 1
             m = float(np.dot(p, np.expm1(s * logp)))
             if abs(m) <= 0.5:
-                return Estimate(math.log1p(m) / (1.0 - a), kind="exact", method=_EXACT)
-        return Estimate(float(logsumexp(a * logp)) / (1.0 - a), kind="exact", method=_EXACT)
+                value = math.log1p(m) / (1.0 - a)
+        if value is None:
+            value = float(logsumexp(a * logp)) / (1.0 - a)
+        # the float logarithms and sums err by a few u of |a ln p| per term (an estimate)
+        error = 16.0 * _U * (abs(a) * float(np.max(np.abs(logp))) + 1.0) / abs(1.0 - a) + 4.0 * _U * abs(value)
+        return Estimate(value, kind="numerical", error=error, method=_EXACT + " (float sums)")
     if isinstance(P, Gaussian):
         if a == 0.0:
             return Estimate(math.inf, kind="exact", method="closed form: Gaussian")
-        base = math.log(P.sigma * math.sqrt(2.0 * math.pi))
-        extra = 0.0 if math.isinf(a) else math.log(a) / (2.0 * (a - 1.0))
-        return Estimate(base + extra, kind="exact", method="closed form: Gaussian")
+        ctx = mp()
+        extra = 0 if math.isinf(a) else ctx.log(ctx.mpf(a)) / (2 * (ctx.mpf(a) - 1))
+        return _closed(ctx.log(ctx.mpf(P.sigma) * ctx.sqrt(2 * ctx.pi)) + extra, "closed form: Gaussian")
     if isinstance(P, Laplace):
         if a == 0.0:
             return Estimate(math.inf, kind="exact", method="closed form: Laplace")
-        extra = 0.0 if math.isinf(a) else math.log(a) / (a - 1.0)
-        return Estimate(math.log(2.0 * P.scale) + extra, kind="exact", method="closed form: Laplace")
+        ctx = mp()
+        extra = 0 if math.isinf(a) else ctx.log(ctx.mpf(a)) / (ctx.mpf(a) - 1)
+        return _closed(ctx.log(2 * ctx.mpf(P.scale)) + extra, "closed form: Laplace")
     check_finite("alpha", a)
     raise UnsupportedError(f"no Rényi entropy path for {type(P).__name__}; use a Finite law.")

@@ -61,16 +61,20 @@ def approx_max_divergence(P: Distribution, Q: Distribution, delta: float) -> Est
 
 
 def round_up_to_profile(ev: Evaluator, eps: Estimate, delta: float) -> Estimate:
-    """Never understate: step epsilon up by ulps until the pair's own delta(eps) is <= delta.
+    """Never understate: step epsilon up until the pair's own delta(eps), rounded up, is <= delta.
 
-    Closed-form inverses such as t + 2 ln(1 - delta) lose a few ulps; near the top of the profile
-    that rounding can land below the exact epsilon, so the value is checked against the forward
-    map and moved up where needed.
+    Every closed form is already the first float that meets the rounded-up profile, so this is a
+    check that passes at once; for level-set and segment values it may move a few floats, and the
+    result is then labelled ``"upper"``. Estimates (``"numerical"``) are returned as they are: their
+    profile values certify nothing.
     """
     value = float(eps)
     if not math.isfinite(value) or delta <= 0.0 or delta >= 1.0 or eps.kind == "numerical":
         return eps
-    if float(ev.hockey_stick(value)) <= delta:
+    first = ev.hockey_stick(value)
+    if first.kind == "numerical":
+        return Estimate(value, kind="numerical", error=eps.error, method=eps.method + " (profile is an estimate)")
+    if float(first) <= delta:
         return eps
     # find a passing point by doubling steps, then bisect back so the result is the first passing float
     low, step = value, (math.ulp(value) if value != 0.0 else 5e-324)
@@ -91,4 +95,4 @@ def round_up_to_profile(ev: Evaluator, eps: Estimate, delta: float) -> Estimate:
         else:
             low = mid
     value = high
-    return Estimate(value, kind=eps.kind, error=eps.error + abs(value - float(eps)), method=eps.method + " (rounded up)")
+    return Estimate(value, kind="upper", error=eps.error + abs(value - float(eps)), method=eps.method + " (rounded up)")

@@ -23,13 +23,19 @@ from numpy.typing import NDArray
 from scipy.optimize import minimize_scalar
 from scipy.special import erf, erfcx, log_ndtr
 
+from dpkit._math.directed import bump_up_array
+from dpkit._math.precise import mp, to_float_up
+
 _SQRT2 = math.sqrt(2.0)
 _EPS_MACHINE = float(np.finfo(np.float64).eps)
 
-# The Rényi-order grid used for callable curves: alpha - 1 log-spaced over [1e-6, 1e10]. Any order
-# gives a valid bound; the grid only has to put one order near the optimum, which for
-# alpha * rho curves sits near 1 + sqrt(ln(1/delta) / rho).
-_ALPHA_GRID = 1.0 + np.logspace(-6.0, 10.0, 321)
+# The Rényi-order grid used for callable curves: alpha - 1 log-spaced over [1e-8, 1e40], 12 orders a
+# decade. Any order gives a valid bound; the grid only has to put one order near the optimum, which
+# for alpha * rho curves sits near 1 + sqrt(ln(1/delta) / rho) for (epsilon, delta) and near
+# (epsilon + rho) / (2 rho) for delta(epsilon): 1e16 for rho = 5e-30, epsilon = 1e-13 (issue 11: a
+# grid ending at 1e10 reported 3.7e-11 where the bound is 2.6e-234). zCDP callers also pass the
+# analytic order as a guess.
+_ALPHA_GRID = 1.0 + np.logspace(-8.0, 40.0, 577)
 
 _BISECTION_STEPS = 200
 _DOUBLINGS = 40
@@ -207,16 +213,21 @@ def rdp_log_delta_terms(
 def minimise_over_orders(
     objective: Callable[[NDArray[np.float64]], NDArray[np.float64]],
     orders: NDArray[np.float64] | None,
+    guess: float | None = None,
 ) -> tuple[float, float]:
     """Return ``(min value, order)`` of ``objective`` over Rényi orders.
 
-    With finite ``orders`` the minimum is exact over them. Otherwise the default grid is scanned
-    and the best grid point refined by a bounded scalar search in ln(alpha - 1) between its
-    neighbours; the refined order is kept only if its (exactly evaluated) value is smaller. Every
-    value considered is itself a valid bound, so the result is valid whatever the optimiser does.
+    With finite ``orders`` the minimum is exact over them. Otherwise the default grid (plus
+    ``guess``, an order where the optimum is expected) is scanned and the best point refined by a
+    bounded scalar search in ln(alpha - 1) between its neighbours; the refined order is kept only if
+    its (exactly evaluated) value is smaller. Every value considered is itself a valid bound, so the
+    result is valid whatever the optimiser does.
     """
     grid = _ALPHA_GRID if orders is None else orders
-    values = objective(grid)
+    if orders is None and guess is not None and math.isfinite(guess) and guess > 1.0:
+        grid = np.sort(np.concatenate([grid, [guess]]))
+    with np.errstate(over="ignore", invalid="ignore"):
+        values = objective(grid)
     finite = np.isfinite(values)
     if not np.any(finite):
         return math.inf, math.nan
@@ -224,36 +235,103 @@ def minimise_over_orders(
     best_value, best_alpha = float(values[i]), float(grid[i])
     if orders is not None:
         return best_value, best_alpha
-    t = np.log(grid - 1.0)
+    with np.errstate(divide="ignore"):
+        t = np.log(grid - 1.0)
     lo_t, hi_t = float(t[max(i - 1, 0)]), float(t[min(i + 1, len(t) - 1)])
+    if not (math.isfinite(lo_t) and math.isfinite(hi_t) and lo_t < hi_t):
+        return best_value, best_alpha
 
     def scalar(ti: float) -> float:
-        value = float(objective(np.array([1.0 + math.exp(ti)]))[0])
+        with np.errstate(over="ignore", invalid="ignore"):
+            value = float(objective(np.array([1.0 + math.exp(ti)]))[0])
         return value if math.isfinite(value) else math.inf
 
     result = minimize_scalar(scalar, bounds=(lo_t, hi_t), method="bounded", options={"xatol": 1e-10})
     alpha_ref = 1.0 + math.exp(float(result.x))
-    value_ref = float(objective(np.array([alpha_ref]))[0])
+    with np.errstate(over="ignore", invalid="ignore"):
+        value_ref = float(objective(np.array([alpha_ref]))[0])
     if math.isfinite(value_ref) and value_ref < best_value:
         return value_ref, alpha_ref
     return best_value, best_alpha
+
+
+def cks_epsilon_up(alpha: float, rdp: float, delta: float, method: str) -> float:
+    r"""The epsilon one order gives, at 160 bits and rounded up (CKS Prop 12 or Mironov Prop 3).
+
+    ``"cks"``: :math:`\varepsilon_\alpha + \ln(1 - 1/\alpha) - (\ln\delta + \ln\alpha)/(\alpha-1)`;
+    ``"mironov"``: :math:`\varepsilon_\alpha - \ln\delta/(\alpha-1)`. The float search only picks
+    alpha; the reported number is this recomputation, so it is the bound at that order, rounded up.
+    """
+    ctx = mp()
+    a, r, d = ctx.mpf(alpha), ctx.mpf(rdp), ctx.mpf(delta)
+    if method == "cks":
+        value = r + ctx.log1p(-1 / a) - (ctx.log(d) + ctx.log(a)) / (a - 1)
+    else:
+        value = r - ctx.log(d) / (a - 1)
+    return to_float_up(value)
+
+
+def cks_delta_up(alpha: float, rdp: float, epsilon: float, method: str) -> float:
+    r"""min(1, the delta one order gives at ``epsilon``), at 160 bits and rounded up.
+
+    ``"cks"``: :math:`e^{(\alpha-1)(\varepsilon_\alpha-\varepsilon)}(1-1/\alpha)^{\alpha-1}/\alpha`;
+    ``"mironov"``: :math:`e^{(\alpha-1)(\varepsilon_\alpha-\varepsilon)}`.
+    """
+    ctx = mp()
+    a, r, e = ctx.mpf(alpha), ctx.mpf(rdp), ctx.mpf(epsilon)
+    log_delta = (a - 1) * (r - e)
+    if method == "cks":
+        log_delta += (a - 1) * ctx.log1p(-1 / a) - ctx.log(a)
+    if log_delta >= 0:
+        return 1.0
+    return to_float_up(ctx.exp(log_delta))
 
 
 # --------------------------------------------------------------------------------------------
 # Pure DP: the randomized-response (worst-case) Rényi curve
 
 
-def randomized_response_rdp(alpha: NDArray[np.float64], epsilon: float) -> NDArray[np.float64]:
-    r"""D_alpha of the randomized-response pair with parameter epsilon, for alpha > 1.
+def _expm1mx(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """e^x - 1 - x elementwise without cancellation (Taylor series for |x| < 1/2)."""
+    out = np.empty_like(x)
+    big = np.abs(x) >= 0.5
+    with np.errstate(over="ignore"):
+        out[big] = np.expm1(x[big]) - x[big]
+    small = x[~big]
+    term = small * small / 2.0
+    total = np.zeros_like(small)
+    for k in range(3, 40):  # |x| < 1/2: 37 terms leave < 2^-60 relative
+        total += term
+        term = term * small / k
+    out[~big] = total
+    return out
 
-    :math:`\varepsilon - \frac{1}{\alpha-1}\ln\frac{1+e^{-\varepsilon}}{1+e^{-(2\alpha-1)\varepsilon}}`
-    (Steinke 2024, Thm 4), evaluated as ``log1p`` of
-    :math:`e^{-\varepsilon}(1 - e^{-2(\alpha-1)\varepsilon})/(1 + e^{-(2\alpha-1)\varepsilon})`
-    so that it stays accurate as alpha -> 1.
+
+def randomized_response_rdp(alpha: NDArray[np.float64], epsilon: float) -> NDArray[np.float64]:
+    r"""D_alpha of the randomized-response pair with parameter epsilon, for alpha > 1, rounded up.
+
+    :math:`\frac{1}{\alpha-1}\ln(p\,e^{s} + q\,e^{-s})` with :math:`s = (\alpha-1)\varepsilon`,
+    :math:`p = e^\varepsilon/(1+e^\varepsilon)`, :math:`q = 1 - p` (Steinke 2024, Thm 4), written
+    without cancellation: for s <= 1 as ``log1p(M)/(alpha - 1)`` with
+    :math:`M = p\,f(s) + q\,f(-s) + \tanh(\varepsilon/2)\,s`, :math:`f(x) = e^x - 1 - x \ge 0`, a sum of
+    non-negative terms; for s > 1 as :math:`\varepsilon - [\ln(1+e^{-\varepsilon}) -
+    \ln(1+e^{-\varepsilon-2s})]/(\alpha-1)`. Each path rounds a few times; the result is moved up
+    by 64 relative ulps and one float (checked against 50-digit mpmath in tests/numerics).
     """
+    alpha = np.asarray(alpha, dtype=np.float64)
     if epsilon == 0.0:
         return np.zeros_like(alpha)
-    with np.errstate(over="ignore", under="ignore"):
-        ratio = -math.exp(-epsilon) * np.expm1(-2.0 * (alpha - 1.0) * epsilon)
-        ratio = ratio / (1.0 + np.exp(-(2.0 * alpha - 1.0) * epsilon))
-        return epsilon - np.log1p(ratio) / (alpha - 1.0)
+    out = np.empty_like(alpha)
+    am1 = alpha - 1.0
+    s = am1 * epsilon
+    low = s <= 1.0
+    p = 1.0 / (1.0 + math.exp(-epsilon))
+    q = 1.0 / (1.0 + math.exp(epsilon))
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        sl = s[low]
+        m = p * _expm1mx(sl) + q * _expm1mx(-sl) + math.tanh(epsilon / 2.0) * sl
+        out[low] = np.log1p(m) / am1[low]
+        sh = s[~low]
+        gap = math.log1p(math.exp(-epsilon)) - np.log1p(np.exp(-epsilon - 2.0 * sh))
+        out[~low] = epsilon - gap / am1[~low]
+    return np.minimum(bump_up_array(out, 64.0), epsilon)  # D_alpha <= D_inf = epsilon

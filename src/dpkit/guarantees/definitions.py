@@ -357,8 +357,11 @@ class PrivacyProfile:
         Returns
         -------
         Estimate or ndarray
-            For a scalar, an :class:`~dpkit._math.Estimate` of this profile's ``kind``; for an
-            array, an array of the same shape.
+            For a scalar, an :class:`~dpkit._math.Estimate`: the label the profile's function gives
+            it (dpkit's profiles return ``"exact"`` values evaluated at 160 bits, within two ulps
+            above the exact δ), or this profile's ``kind`` for a plain float (taken at its word);
+            an ``"upper"`` profile's values are never labelled more than ``"upper"``. For an array,
+            an array of the same shape (dpkit's profiles: upper bounds).
 
         Raises
         ------
@@ -371,10 +374,28 @@ class PrivacyProfile:
         array([1.    , 0.3679])
         """
         eps = _as_epsilon_array(epsilon)
-        out = self._delta_array(eps)
-        if out.ndim == 0:
-            return Estimate(float(out), kind=self.kind, method=self.description)
-        return out
+        if eps.ndim == 0:
+            return self._delta_scalar(float(eps))
+        return self._delta_array(eps)
+
+    def _delta_scalar(self, eps: float) -> Estimate:
+        """One value, labelled: an Estimate from a dpkit profile keeps its own label (an "upper"
+        profile's values are at most "upper"); a plain float is labelled with the profile's kind."""
+        with np.errstate(over="ignore", under="ignore"):
+            raw = self.delta_function(eps)
+        try:
+            value = float(raw)  # type: ignore[arg-type]
+        except (TypeError, ValueError):  # a one-element array or another number type
+            value = float(np.asarray(raw, dtype=np.float64).reshape(-1)[0])
+        if not (0.0 <= value <= 1.0):
+            raise ValueError(
+                f"delta_function returned {value} at epsilon={eps}; a privacy profile must take values in [0, 1]."
+            )
+        if isinstance(raw, Estimate):
+            if self.kind == "exact" or raw.kind in ("numerical", "lower"):
+                return raw
+            return Estimate(value, kind="upper", error=raw.error, method=raw.method or self.description)
+        return Estimate(value, kind=self.kind, method=self.description)
 
     def epsilon(self, delta: float) -> Estimate:
         r"""Return the smallest ε >= 0 with δ(ε) <= ``delta`` (never understated).

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -59,22 +61,35 @@ class SymmetricInterval:
 
     Behaves like a two-item tuple (``lo, hi = release.interval``; ``release.interval[0]``) without
     allocating two more arrays per release: for 10^7 values that is 160 MB saved on the hot path.
+    Immutable: it holds the release's own (read-only) value array, and each end it returns is a new
+    array made read-only as well.
     """
 
     __slots__ = ("values", "half_width")
 
     def __init__(self, values: NDArray[np.float64], half_width: float) -> None:
-        self.values, self.half_width = values, half_width
+        object.__setattr__(self, "values", _frozen_array(values))
+        object.__setattr__(self, "half_width", float(half_width))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("SymmetricInterval is immutable.")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("SymmetricInterval is immutable.")
 
     def __len__(self) -> int:
         return 2
 
     def __getitem__(self, i: int) -> NDArray[np.float64]:
         if i in (0, -2):
-            return self.values - self.half_width
-        if i in (1, -1):
-            return self.values + self.half_width
-        raise IndexError("an interval has two ends")
+            end = self.values - self.half_width
+        elif i in (1, -1):
+            end = self.values + self.half_width
+        else:
+            raise IndexError("an interval has two ends")
+        if isinstance(end, np.ndarray):
+            end.flags.writeable = False
+        return end
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         yield self[0]
@@ -91,6 +106,11 @@ class Release:
     ``interval`` is a ``confidence``-level interval for the true value computed from the noise law
     (value - noise quantiles), element-wise.  ``insecure`` is True when the noise came from a seeded
     test generator: such a release is not private.
+
+    Immutable after construction (issue 11): the dataclass is frozen, ``values`` and the interval's
+    arrays are read-only (``flags.writeable = False``; the arrays passed in are frozen in place, with
+    any array they are a view of, so no copy is made and the interval still shares ``values``), and
+    ``details`` is a read-only mapping whose lists become tuples and arrays read-only arrays.
     """
 
     values: NDArray[np.float64] | NDArray[np.int64]  # noisy values, or chosen indices/categories
@@ -100,7 +120,19 @@ class Release:
     guarantee: Any
     mechanism: str
     insecure: bool = False
-    details: dict[str, Any] = field(default_factory=dict)
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", _frozen_array(self.values))
+        interval = self.interval
+        if isinstance(interval, SymmetricInterval):
+            if interval.values is not self.values and interval.values.base is not self.values:
+                interval = SymmetricInterval(interval.values, interval.half_width)
+        else:
+            lo, hi = interval
+            interval = (_frozen_array(lo), _frozen_array(hi))
+        object.__setattr__(self, "interval", interval)
+        object.__setattr__(self, "details", _freeze(self.details))
 
     @property
     def value(self) -> float:
@@ -146,38 +178,51 @@ class Mechanism(ABC):
 
     # ---- guarantees computed from the pair ----------------------------------------------------
     def pure_dp(self) -> PureDP:
-        """epsilon-DP with epsilon = the larger max divergence of the pair (Remark 3.1)."""
-        eps = max(float(max_divergence(P, Q)) for P, Q in self.pair.directions())
+        """epsilon-DP with epsilon = the larger max divergence of the pair (Remark 3.1).
+
+        The epsilon keeps the label of the divergence it came from (``"exact"`` for closed forms,
+        rounded up; ``"upper"`` where a float bound was added)."""
+        eps = _worst(max_divergence(P, Q) for P, Q in self.pair.directions())
         if not math.isfinite(eps):
             raise UnsupportedError(f"{self.name} is not epsilon-DP for any finite epsilon (unbounded privacy loss).")
-        return PureDP(Estimate(eps, kind="exact", method="max divergence of the dominating pair"))
+        return PureDP(_relabel(eps, "max divergence of the dominating pair"))
 
-    def delta(self, epsilon: float) -> float:
-        """The smallest delta for this epsilon: max over directions of the hockey-stick divergence."""
-        return max(float(hockey_stick(P, Q, epsilon)) for P, Q in self.pair.directions())
+    def delta(self, epsilon: float) -> Estimate:
+        """The smallest delta for this epsilon: max over directions of the hockey-stick divergence
+        (an Estimate that keeps the label of the direction that gave it)."""
+        return _worst(hockey_stick(P, Q, epsilon) for P, Q in self.pair.directions())
 
     def approx_dp(self, delta: float) -> ApproxDP:
-        """(epsilon, delta)-DP with the smallest epsilon for this delta (never understated)."""
-        eps = max(float(approx_max_divergence(P, Q, delta)) for P, Q in self.pair.directions())
+        """(epsilon, delta)-DP with the smallest epsilon for this delta (never understated).
+
+        The epsilon is the larger delta-approximate max divergence of the two directions, with its
+        label: ``"exact"`` or ``"upper"`` from closed forms and certified sums, ``"numerical"``
+        where the pair's profile is only a quadrature or series estimate. A negative value (possible
+        for tiny pairs) is reported as 0, the positive part, which is then exact.
+        """
+        eps = _worst(approx_max_divergence(P, Q, delta) for P, Q in self.pair.directions())
         if not math.isfinite(eps):
             raise UnsupportedError(f"{self.name} has no finite epsilon at delta={delta}.")
-        return ApproxDP(epsilon=Estimate(max(eps, 0.0), kind="upper", method="delta-approximate max divergence"),
-                        delta=delta)
+        if float(eps) < 0.0:
+            kind = "numerical" if eps.kind == "numerical" else "exact"
+            eps = Estimate(0.0, kind=kind, error=eps.error if kind == "numerical" else 0.0, method=eps.method)
+        return ApproxDP(epsilon=_relabel(eps, "delta-approximate max divergence"), delta=delta)
 
     def profile(self) -> PrivacyProfile:
         """The privacy profile delta(epsilon) of the pair, with its exact inverse."""
         return PrivacyProfile(
             delta_function=self.delta,
-            epsilon_function=lambda d: float(self.approx_dp(d).epsilon) if d > 0 else self._eps_at_zero(),
+            epsilon_function=lambda d: self.approx_dp(d).epsilon if d > 0 else self._eps_at_zero(),
             kind="exact",
             description=f"profile of {self.name}",
         )
 
-    def _eps_at_zero(self) -> float:
+    def _eps_at_zero(self) -> Estimate:
         try:
-            return float(self.pure_dp().epsilon)
+            eps = self.pure_dp().epsilon
+            return eps if isinstance(eps, Estimate) else Estimate(float(eps), kind="exact", method="pure DP")
         except UnsupportedError:
-            return math.inf
+            return Estimate(math.inf, kind="exact", method="unbounded privacy loss")
 
     def rdp(self) -> RenyiDP:
         """The Rényi DP curve alpha -> max over directions of D_alpha (Mironov 2017, Def 4)."""
@@ -195,6 +240,47 @@ class Mechanism(ABC):
         """
         dist = max(float(wasserstein(P, Q, order)) for P, Q in self.pair.directions()) * self.pair.unit
         return WassersteinDP(p=order, epsilon=dist)
+
+
+def _frozen_array(a: Any) -> Any:
+    """``a`` as a read-only array, frozen in place (and every array it is a view of): no copy."""
+    arr = np.asarray(a)
+    node: Any = arr
+    while isinstance(node, np.ndarray):
+        node.flags.writeable = False
+        node = node.base
+    return arr
+
+
+def _freeze(value: Any) -> Any:
+    """A read-only copy of a details value: mappings -> MappingProxyType, lists -> tuples, sets ->
+    frozensets, arrays -> read-only arrays (recursively)."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: _freeze(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, (set, frozenset)):
+        return frozenset(_freeze(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return _frozen_array(value)
+    return value
+
+
+def _worst(values: Any) -> Estimate:
+    """The largest of the directions' Estimates, keeping its label (an estimate anywhere makes the
+    result an estimate: the other direction's value certifies nothing about it)."""
+    items = list(values)
+    worst = max(items, key=float)
+    if any(v.kind == "numerical" for v in items) and worst.kind != "numerical":
+        error = max(v.error for v in items if v.kind == "numerical")
+        return Estimate(float(worst), kind="numerical", error=error, method=worst.method + " (other direction estimated)")
+    return worst if isinstance(worst, Estimate) else Estimate(float(worst), kind="upper", method="")
+
+
+def _relabel(value: Estimate, method: str) -> Estimate:
+    """The same value and label, with the mechanism-level method name in front."""
+    lower = value.lower if value.kind == "interval" else None
+    return Estimate(float(value), kind=value.kind, error=value.error, method=f"{method}: {value.method}", lower=lower)
 
 
 def as_values(value: ArrayLike) -> NDArray[np.float64]:

@@ -4,11 +4,14 @@ with exact discrete Gaussian noise."""
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from dpkit._math import Estimate, check_delta, check_epsilon, check_positive
+from dpkit._math.directed import up
+from dpkit._math.precise import mp, to_float_up
 from dpkit.distributions import DiscreteGaussian
 from dpkit.divergences._closed import DiscreteGaussianShift, gaussian_delta
 from dpkit.errors import UnsupportedError
@@ -21,12 +24,13 @@ from dpkit.random import discrete_gaussian
 __all__ = ["Gaussian", "analytic_gaussian_sigma", "classical_gaussian_sigma"]
 
 
-def classical_gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float) -> float:
+def classical_gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float) -> Estimate:
     r"""sigma = sqrt(2 ln(1.25/delta)) Delta_2 / epsilon (Dwork & Roth 2014, Thm 3.22; seed 004).
 
     Valid only for epsilon < 1 (the theorem's hypothesis; it fails for large epsilon, e.g.
     delta = 1e-5, epsilon = 10 gives an exact delta of 2.27e-5) and with the **l2** sensitivity
-    (seed 004 writes the l1 one: a slip).
+    (seed 004 writes the l1 one: a slip). Evaluated at 160 bits and rounded up (more noise is the
+    safe side): an ``Estimate(kind="exact")``, the float at or just above the formula's value.
 
     >>> round(classical_gaussian_sigma(epsilon=0.5, delta=1e-5, sensitivity=1.0), 6)
     9.689611
@@ -39,7 +43,9 @@ def classical_gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float
             f"the classical Gaussian calibration needs 0 < epsilon < 1 (Dwork & Roth Thm 3.22); got {eps}. "
             "Use the analytic calibration (calibration='analytic', the default), valid for every epsilon."
         )
-    return math.sqrt(2.0 * math.log(1.25 / d)) * s / eps
+    ctx = mp()
+    value = ctx.sqrt(2 * ctx.log(ctx.mpf(1.25) / d)) * s / eps  # DR Thm 3.22
+    return Estimate(to_float_up(value), kind="exact", method="Dwork & Roth Thm 3.22 at 160 bits, rounded up")
 
 
 def analytic_gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float) -> float:
@@ -180,12 +186,13 @@ class Gaussian(Mechanism):
     calibration: str
     target_delta: float | None
 
-    def _delta_at(self, grid_sigma: float, epsilon: float) -> float:
+    def _delta_at(self, grid_sigma: float, epsilon: float) -> Estimate:
+        """delta(epsilon) at this grid scale, an upper bound (the float sum rounded up, or CKS Cor 13)."""
         if self.dimension == 1:
             log_norm = DiscreteGaussian(0, grid_sigma).log_normalizer
-            return float(DiscreteGaussianShift(int(self.units), grid_sigma, log_norm).hockey_stick(epsilon))
-        rho = self.units**2 / (2.0 * grid_sigma**2)
-        return float(zcdp_to_profile(ZCDP(rho)).delta(epsilon))
+            return DiscreteGaussianShift(int(self.units), grid_sigma, log_norm).hockey_stick(epsilon)
+        rho = up(Fraction(self.units) ** 2 / (2 * Fraction(grid_sigma) ** 2))
+        return zcdp_to_profile(ZCDP(rho)).delta(epsilon)
 
     @classmethod
     def calibrate(cls, *, epsilon: float, delta: float, sensitivity: float, dimension: int = 1) -> Gaussian:
@@ -223,10 +230,10 @@ class Gaussian(Mechanism):
 
     def zcdp(self) -> ZCDP:
         """rho = D^2 / (2 s^2) on the grid (CKS 2020, Thm 14; Bun & Steinke 2016, Prop 1.6)."""
-        rho = self.units**2 / (2.0 * self.grid_sigma**2)
+        rho = up(Fraction(self.units) ** 2 / (2 * Fraction(self.grid_sigma) ** 2))  # rounded up
         return ZCDP(Estimate(rho, kind="upper", method="discrete Gaussian zCDP (CKS Thm 14)"))
 
-    def delta(self, epsilon: float) -> float:
+    def delta(self, epsilon: float) -> Estimate:
         return self._delta_at(self.grid_sigma, epsilon)
 
     def approx_dp(self, delta: float) -> ApproxDP:

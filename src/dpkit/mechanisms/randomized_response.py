@@ -249,7 +249,11 @@ class RandomizedResponse(Mechanism):
         computed value an ulp below it, and a reported epsilon is never understated.
         """
         from_pair = float(super().pure_dp().epsilon)
-        value = max(from_pair, self.epsilon)
+        # the release keeps the truth with the exact probability e^eps/(e^eps + k - 1) (an exact
+        # enclosure, not the float keep_probability), so its loss is epsilon exactly; the pair's
+        # float masses, whose max divergence is now computed exactly and rounded up, differ from it
+        # by a few ulps in either direction, which says nothing about the release
+        value = self.epsilon if from_pair <= self.epsilon * (1.0 + 2.0**-49) else from_pair
         return PureDP(Estimate(value, kind="exact", method="max divergence of the pair (ln(p/q) = epsilon)"))
 
     def zcdp(self) -> ZCDP:

@@ -17,7 +17,9 @@ from typing import TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from dpkit._math import check_delta
+from dpkit._math import Estimate, check_delta
+from dpkit._math.directed import counted_sum_up
+from dpkit._math.result import Kind
 from dpkit.errors import UnsupportedError
 from dpkit.guarantees import WassersteinDP
 
@@ -86,11 +88,26 @@ def expand(
 
 
 def counted_sum(values: Iterable[tuple[float, int]]) -> float:
-    """Return ``sum(count * value)`` with one rounding per product and an exact-rounded sum.
+    """Return ``sum(count * value)`` formed exactly and rounded **up** (one rounding in all).
 
-    ``[(x, k)]`` and ``[(x, 1)] * k`` give the same float: both are the rounding of ``k * x``.
+    ``[(x, k)]`` and ``[(x, 1)] * k`` give the same float, the float just above (or equal to) the
+    exact sum, so ten spends of 0.1 add to more than 1.0 (the exact sum of ten copies of the float
+    0.1 is 1 + 5.55e-17).
     """
-    return math.fsum(count * value for value, count in values)
+    return counted_sum_up(values)
+
+
+def input_kind(values: Iterable[object], kind: Kind) -> tuple[Kind, str]:
+    """The kind a result may claim given its inputs' kinds, and a note for the method.
+
+    A bound built from inputs that are themselves upper bounds (or exact) keeps ``kind``; an input
+    that is only an estimate (``"numerical"``) or a lower bound makes the result an estimate, and
+    the note says so.
+    """
+    weak = sorted({v.kind for v in values if isinstance(v, Estimate) and v.kind in ("numerical", "lower")})
+    if weak:
+        return "numerical", f" (from {'/'.join(weak)} inputs: an estimate, not a bound)"
+    return kind, ""
 
 
 def log1mexp_array(d: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -18,10 +18,13 @@ compose_kov_bound           KOV Thm 3.4 (three-way minimum)                  1 �
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Literal
 
 from dpkit._math import Estimate, check_delta, check_epsilon
-from dpkit.accounting.composition._common import check_count, check_open_probability
+from dpkit._math.directed import counted_sum_up, up
+from dpkit._math.precise import mp, to_float_down, to_float_up
+from dpkit.accounting.composition._common import check_count, check_open_probability, input_kind
 from dpkit.guarantees import ApproxDP
 
 __all__ = ["advanced_per_step_epsilon", "compose_advanced", "compose_kov_bound"]
@@ -29,16 +32,6 @@ __all__ = ["advanced_per_step_epsilon", "compose_advanced", "compose_kov_bound"]
 Variant = Literal["drv", "tanh"]
 
 _COR_321_DELTA_MAX = math.exp(-0.5)  # delta' <= e^{-1/2} makes Cor 3.21 true (see its Notes)
-
-
-def _drv_term(epsilon: float) -> float:
-    """epsilon (e^epsilon - 1), the per-step bound on the expected privacy loss (DR Lemma 3.18)."""
-    return math.inf if epsilon > 700.0 else epsilon * math.expm1(epsilon)
-
-
-def _tanh_term(epsilon: float) -> float:
-    """epsilon tanh(epsilon/2): the largest KL divergence of an epsilon-DP pair (randomized response)."""
-    return epsilon * math.tanh(epsilon / 2.0)
 
 
 def compose_advanced(
@@ -64,8 +57,10 @@ def compose_advanced(
     Returns
     -------
     ApproxDP
-        ``epsilon``: ``Estimate(kind="upper")``, the smaller of the chosen bound and basic ``k·ε``;
-        ``method`` says which was used. ``delta``: ``Estimate(kind="upper")``, ``k·δ + δ'``.
+        ``epsilon``: ``Estimate(kind="upper")``, the smaller of the chosen bound and basic ``k·ε``
+        (each evaluated at 160 bits and rounded up); ``method`` says which was used. ``delta``:
+        ``Estimate(kind="upper")``, ``k·δ + δ'`` for the advanced bound and basic composition's own
+        ``k·δ`` when basic composition is the smaller (it needs no δ'), both rounded up.
 
     Raises
     ------
@@ -105,28 +100,45 @@ def compose_advanced(
     dp = check_open_probability("delta_prime", delta_prime)
     if variant not in ("drv", "tanh"):
         raise ValueError(f"variant must be 'drv' or 'tanh'; got {variant!r}.")
-    total_delta = count * d + dp  # DR Thm 3.20: k delta + delta'
+    total_delta = up(Fraction(d) * count + Fraction(dp))  # DR Thm 3.20: k delta + delta', rounded up
     if not total_delta <= 1.0:
         raise ValueError(
             f"k*delta + delta_prime = {total_delta} > 1: the composed guarantee would be vacuous; "
             "lower delta or delta_prime."
         )
-    mean_term = _drv_term(eps) if variant == "drv" else _tanh_term(eps)
-    # DR Thm 3.20 (Azuma with alpha = eps, beta = mean_term, z = sqrt(2 ln(1/delta')))
-    advanced = math.sqrt(2.0 * count * math.log(1.0 / dp)) * eps + count * mean_term
-    basic = count * eps  # DR Thm 3.16 (its delta k*delta <= k*delta + delta')
+    # DR Thm 3.20 (Azuma with alpha = eps, beta = mean_term, z = sqrt(2 ln(1/delta'))), at 160 bits
+    # and rounded up; basic composition's k*eps is the exact sum rounded up
+    advanced = _advanced_up(eps, count, dp, variant)
+    basic = counted_sum_up([(eps, count)])  # DR Thm 3.16 (its delta k*delta <= k*delta + delta')
     if variant == "drv":
         name = "DRV Thm 3.20 (DR 2014)"
     else:
         name = "DRV Thm 3.20 with KL = eps tanh(eps/2) (KOV 2015 Thm 3.4)"
+    kind, note = input_kind([epsilon, delta], "upper")
     if advanced < basic:
         value, method = advanced, name
+        delta_value, delta_method = total_delta, "k*delta + delta_prime (DR Thm 3.20)"
     else:
+        # basic composition needs no delta': it states (k eps, k delta), the smaller delta
         value, method = basic, f"basic k*eps (DR Thm 3.16; smaller than {name} here)"
+        delta_value, delta_method = counted_sum_up([(d, count)]), "k*delta (DR Thm 3.16: no delta' needed)"
     return ApproxDP(
-        epsilon=Estimate(value, kind="upper", method=method),
-        delta=Estimate(total_delta, kind="upper", method="k*delta + delta_prime (DR Thm 3.20)"),
+        epsilon=Estimate(value, kind=kind, method=method + note),
+        delta=Estimate(delta_value, kind=kind, method=delta_method + note),
     )
+
+
+def _advanced_up(eps: float, count: int, delta_prime: float, variant: str) -> float:
+    """sqrt(2k ln(1/delta')) eps + k mean_term(eps) at 160 bits, rounded up (inf past e^eps overflow)."""
+    if eps == 0.0:
+        return 0.0
+    if variant == "drv" and eps > 700.0:
+        return math.inf
+    ctx = mp()
+    e = ctx.mpf(eps)
+    mean = e * ctx.expm1(e) if variant == "drv" else e * ctx.tanh(e / 2)
+    value = ctx.sqrt(2 * count * -ctx.log(ctx.mpf(delta_prime))) * e + count * mean
+    return to_float_up(value)
 
 
 def advanced_per_step_epsilon(total_epsilon: float, k: int, delta_prime: float) -> Estimate:
@@ -185,7 +197,8 @@ def advanced_per_step_epsilon(total_epsilon: float, k: int, delta_prime: float) 
             "(k=1, delta_prime=0.9, total_epsilon=0.5 would compose to 0.644). Use a smaller "
             "delta_prime, or search compose_advanced directly."
         )
-    value = target / (2.0 * math.sqrt(2.0 * count * math.log(1.0 / dp)))  # DR Cor 3.21
+    ctx = mp()  # DR Cor 3.21 at 160 bits, rounded down (a per-step budget: smaller is safe)
+    value = to_float_down(ctx.mpf(target) / (2 * ctx.sqrt(2 * count * -ctx.log(ctx.mpf(dp)))))
     return Estimate(value, kind="lower", method="DR Cor 3.21: eps'/(2 sqrt(2k ln(1/delta')))")
 
 
@@ -243,19 +256,27 @@ def compose_kov_bound(epsilon: float, delta: float, k: int, *, delta_prime: floa
     dt = check_delta(delta_prime, "delta_prime")
     if not dt > 0.0:
         raise ValueError(f"delta_prime must be in (0, 1]; got {dt}.")
-    mean = count * _tanh_term(eps)
+    ctx = mp()  # the three terms at 160 bits, each rounded up
+    e = ctx.mpf(eps)
+    mean = count * e * ctx.tanh(e / 2)
     candidates = [
-        (count * eps, "basic k*eps (KOV Thm 3.4, first term)"),
+        (counted_sum_up([(eps, count)]), "basic k*eps (KOV Thm 3.4, first term)"),
         (
-            mean + eps * math.sqrt(2.0 * count * math.log(math.e + math.sqrt(count) * eps / dt)),
+            to_float_up(mean + e * ctx.sqrt(2 * count * ctx.log(ctx.e + ctx.sqrt(count) * e / dt))),
             "KOV Thm 3.4, second term",
         ),
-        (mean + eps * math.sqrt(2.0 * count * math.log(1.0 / dt)), "KOV Thm 3.4, third term"),
+        (to_float_up(mean + e * ctx.sqrt(2 * count * -ctx.log(ctx.mpf(dt)))), "KOV Thm 3.4, third term"),
     ]
     value, method = min(candidates, key=lambda c: c[0])
-    # 1 - (1 - delta)^k (1 - delta~), without cancellation
-    total = -math.expm1(count * math.log1p(-d) + math.log1p(-dt)) if d < 1.0 and dt < 1.0 else 1.0
+    # 1 - (1 - delta)^k (1 - delta~) = -expm1(k log1p(-delta) + log1p(-delta~)), rounded up
+    if d == 0.0 or count <= 64:  # exact in rationals
+        total = up(1 - (1 - Fraction(d)) ** count * (1 - Fraction(dt)))
+    elif d < 1.0 and dt < 1.0:
+        total = min(1.0, to_float_up(-ctx.expm1(count * ctx.log1p(-ctx.mpf(d)) + ctx.log1p(-ctx.mpf(dt)))))
+    else:
+        total = 1.0
+    kind, note = input_kind([epsilon, delta], "upper")
     return ApproxDP(
-        epsilon=Estimate(value, kind="upper", method=method),
-        delta=Estimate(total, kind="upper", method="1 - (1-delta)^k (1-delta') (KOV Thm 3.4)"),
+        epsilon=Estimate(value, kind=kind, method=method + note),
+        delta=Estimate(total, kind=kind, method="1 - (1-delta)^k (1-delta') (KOV Thm 3.4)" + note),
     )

@@ -5,8 +5,9 @@ Contract: both functions take a list whose items are :class:`~dpkit.guarantees.P
 guarantee of the same family: ``PureDP`` when every input is pure, ``ApproxDP`` otherwise. Each
 number is an :class:`~dpkit._math.Estimate` whose ``method`` names the theorem; its ``kind`` is
 ``"exact"`` when some mechanisms meeting the inputs attain it (pure DP: randomized response) and
-``"upper"`` when it is only a valid bound. No numerics beyond an exactly rounded sum
-(``math.fsum``) happen here.
+``"upper"`` when it is only a valid bound. No numerics beyond exact sums rounded up once
+(``fractions``) happen here, so a sum labelled ``"exact"`` is the float at or just above the exact
+sum, and a budget check ``epsilon <= budget`` made with it errs only towards refusing.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from collections.abc import Sequence
 from typing import Literal
 
 from dpkit._math import Estimate
-from dpkit.accounting.composition._common import counted_sum, expand
+from dpkit._math.directed import add_up
+from dpkit.accounting.composition._common import counted_sum, expand, input_kind
 from dpkit.guarantees import ApproxDP, PureDP
 
 __all__ = ["compose_basic", "compose_parallel"]
@@ -27,14 +29,16 @@ _ADVICE = (
 )
 
 
-def _parts(guarantees: object, function: str) -> tuple[list[tuple[float, float, int]], bool]:
-    """(epsilon, delta, count) triples, and whether every input is pure."""
+def _parts(guarantees: object, function: str) -> tuple[list[tuple[float, float, int]], bool, list[object]]:
+    """(epsilon, delta, count) triples, whether every input is pure, and the numbers as given."""
     items = expand(guarantees, (PureDP, ApproxDP), function, advice=_ADVICE)
     triples = []
+    given: list[object] = []
     for g, count in items:
         assert isinstance(g, (PureDP, ApproxDP))  # expand checked the types
         triples.append((float(g.epsilon), float(g.delta) if isinstance(g, ApproxDP) else 0.0, count))
-    return triples, all(isinstance(g, PureDP) for g, _ in items)
+        given += [g.epsilon, g.delta] if isinstance(g, ApproxDP) else [g.epsilon]
+    return triples, all(isinstance(g, PureDP) for g, _ in items), given
 
 
 def compose_basic(guarantees: Sequence[object]) -> PureDP | ApproxDP:
@@ -80,23 +84,26 @@ def compose_basic(guarantees: Sequence[object]) -> PureDP | ApproxDP:
     >>> print(compose_basic([PureDP(0.5), (PureDP(0.25), 2)]))
     1.0-DP
     """
-    triples, pure = _parts(guarantees, "compose_basic")
+    triples, pure, given = _parts(guarantees, "compose_basic")
     # Thm 3.14. The seed's proof line divides by Pr[M1(y)=r1] Pr[M2(x)=r2]; the denominator must be
     # Pr[M1(y)=r1] Pr[M2(y)=r2] (as printed the second factor is identically 1), and "by symmetry"
     # must read Pr[M(x)=r]/Pr[M(y)=r] >= exp(-(eps1+eps2)), not the inequality just proved.
+    # Sums formed exactly and rounded up: ten spends of 0.1 compose to the float above 1.0
     epsilon = counted_sum((e, c) for e, _, c in triples)
     if pure:
-        return PureDP(Estimate(epsilon, kind="exact", method="basic composition (DR Thm 3.14, Cor 3.15)"))
+        kind, note = input_kind(given, "exact")
+        return PureDP(Estimate(epsilon, kind=kind, method="basic composition (DR Thm 3.14, Cor 3.15)" + note))
     delta = counted_sum((d, c) for _, d, c in triples)  # DR Thm 3.16
     if not delta <= 1.0:
         raise ValueError(
             f"the deltas sum to {delta} > 1, so basic composition states nothing; "
             "use compose_optimal_heterogeneous or smaller deltas."
         )
-    method = "basic composition (DR Thm 3.16)"
+    kind, note = input_kind(given, "upper")
+    method = "basic composition (DR Thm 3.16)" + note
     return ApproxDP(
-        epsilon=Estimate(epsilon, kind="upper", method=method),
-        delta=Estimate(delta, kind="upper", method=method),
+        epsilon=Estimate(epsilon, kind=kind, method=method),
+        delta=Estimate(delta, kind=kind, method=method),
     )
 
 
@@ -108,12 +115,12 @@ def _neighboring_name(neighboring: object) -> str:
 
 
 def _two_largest(values: list[tuple[float, int]]) -> float:
-    """Sum of the two largest entries of the multiset (one entry if there is only one)."""
+    """Sum of the two largest entries of the multiset (one entry if there is only one), rounded up."""
     flat = sorted(values, reverse=True)
     top, count = flat[0]
     if count >= 2:
-        return top + top
-    return top + flat[1][0] if len(flat) > 1 else top
+        return add_up(top, top)
+    return add_up(top, flat[1][0]) if len(flat) > 1 else top
 
 
 def compose_parallel(
@@ -169,7 +176,7 @@ def compose_parallel(
     1.0-DP 1.5-DP
     """
     name = _neighboring_name(neighboring)
-    triples, pure = _parts(guarantees, "compose_parallel")
+    triples, pure, given = _parts(guarantees, "compose_parallel")
     if name == "add_remove":
         epsilon = max(e for e, _, _ in triples)
         delta = max(d for _, d, _ in triples)
@@ -179,10 +186,12 @@ def compose_parallel(
         delta = _two_largest([(d, c) for _, d, c in triples])
         method = "parallel composition, substitution: two largest parts (McSherry 2009; DR Thm 3.16)"
     if pure:
-        return PureDP(Estimate(epsilon, kind="exact", method=method))
+        kind, note = input_kind(given, "exact")
+        return PureDP(Estimate(epsilon, kind=kind, method=method + note))
     if not delta <= 1.0:
         raise ValueError(f"the two largest deltas sum to {delta} > 1, so the bound states nothing.")
+    kind, note = input_kind(given, "upper")
     return ApproxDP(
-        epsilon=Estimate(epsilon, kind="upper", method=method),
-        delta=Estimate(delta, kind="upper", method=method),
+        epsilon=Estimate(epsilon, kind=kind, method=method + note),
+        delta=Estimate(delta, kind=kind, method=method + note),
     )

@@ -7,12 +7,13 @@ exactly a Gaussian test.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import cast
 
 from dpkit._math import Estimate
-from dpkit.accounting.composition._common import counted_sum, expand
+from dpkit._math.directed import sqrt_up
+from dpkit.accounting.composition._common import expand, input_kind
 from dpkit.guarantees import GaussianDP
 
 __all__ = ["compose_gdp"]
@@ -29,7 +30,7 @@ def compose_gdp(guarantees: Sequence[object]) -> GaussianDP:
     Returns
     -------
     GaussianDP
-        ``mu`` is ``Estimate(kind="exact")``: the composition of
+        ``mu`` is ``Estimate(kind="exact")``, rounded up (within two ulps): the composition of
         :math:`N(0,1)` vs :math:`N(\mu_i,1)` tests is :math:`N(0,I)` vs :math:`N((\mu_i)_i, I)`,
         a test of :math:`N(0,1)` vs :math:`N(\|\mu\|_2, 1)` after rotation.
 
@@ -48,12 +49,15 @@ def compose_gdp(guarantees: Sequence[object]) -> GaussianDP:
 
     Examples
     --------
-    >>> print(compose_gdp([GaussianDP(0.6), GaussianDP(0.8)]))
-    1.0-GDP
+    >>> print(compose_gdp([GaussianDP(0.75), GaussianDP(1.0)]))
+    1.25-GDP
+    >>> print(compose_gdp([GaussianDP(0.6), GaussianDP(0.8)]))  # the floats 0.6, 0.8 are a little above
+    1.0000000000000002-GDP
     """
     items = cast(list[tuple[GaussianDP, int]], expand(guarantees, (GaussianDP,), "compose_gdp"))
-    mus = [(float(g.mu), count) for g, count in items]
-    scale = max(mu for mu, _ in mus)  # scaled so that mu**2 cannot overflow
-    mu = scale * math.sqrt(counted_sum(((m / scale) ** 2, c) for m, c in mus))  # DRS Cor 3.3
-    method = "GDP composition: mus add in quadrature (DRS 2019 Cor 3.3)"
-    return GaussianDP(Estimate(mu, kind="exact", method=method))
+    # DRS Cor 3.3: the sum of count * mu^2 is formed exactly (fractions) and its square root rounded
+    # up exactly: the float at or just above the exact mu
+    mu = sqrt_up(sum((Fraction(float(g.mu)) ** 2 * count for g, count in items), Fraction(0)))
+    kind, note = input_kind([g.mu for g, _ in items], "exact")
+    method = "GDP composition: mus add in quadrature (DRS 2019 Cor 3.3)" + note
+    return GaussianDP(Estimate(mu, kind=kind, method=method))

@@ -4,10 +4,14 @@ Contract: :func:`compose_optimal` (identical guarantees, Kairouz-Oh-Viswanath) a
 :func:`compose_optimal_heterogeneous` (different guarantees, Murtagh-Vadhan) return an
 :class:`~dpkit.guarantees.ApproxDP` that is *optimal* for adaptive composition: no smaller
 epsilon (or delta) holds for every choice of mechanisms meeting the inputs, because composing
-their canonical pairs attains it. Numbers are ``Estimate(kind="exact")`` rounded towards more
-privacy loss, with ``error`` bounding the distance to the exact value: an epsilon is the upper
-end of a bisection bracket whose lower end is certified too small, and a delta is the computed
-sum inflated by a bound on its rounding error.
+their canonical pairs attains it. Numbers are rounded towards more privacy loss. For tables of at
+most 512 atoms (e.g. k <= 511 identical guarantees) the sum is also formed at 160 bits, and the
+values are ``Estimate(kind="exact")``: within two floats above the exact value (an epsilon is the
+first float whose rounded-up delta meets the target). Larger tables give ``kind="interval"``: the
+value is the upper end of a bracket whose lower end (``lower``) is certified too small, from the
+float sum and a bound on its rounding error (issue 11: "exact" never stands for a wider bracket).
+The floor 1 - prod(1 - delta_i) is evaluated at 160 bits, so a target at or just above it is
+accepted exactly when it should be.
 
 Why hand-written: the terms are binomial probabilities times :math:`(1 - e^{\varepsilon_g - L})`
 with :math:`L` the privacy loss, and the direct formula overflows (:math:`e^{k\varepsilon}` at
@@ -22,12 +26,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.special import gammaln, logsumexp
 
 from dpkit._math import Estimate, check_delta, check_epsilon
+from dpkit._math.directed import float_key, from_key
+from dpkit._math.precise import mp, to_float_down, to_float_up
 from dpkit.accounting.composition._common import check_count, expand, log1mexp_array
 from dpkit.errors import UnsupportedError
 from dpkit.guarantees import ApproxDP, PureDP
@@ -52,7 +59,8 @@ class _LossTable:
     hi: NDArray[np.float64]  # ascending, hi + lo > 0
     lo: NDArray[np.float64]
     log_mass: NDArray[np.float64]
-    floor: float  # a = 1 - prod(1 - delta_i)
+    floor: float  # a = 1 - prod(1 - delta_i), rounded up
+    floor_lo: float  # a, rounded down (both ends from a 160-bit evaluation)
     relative_error: float  # bound on the relative rounding error of each term's mass
     loss_error: float  # bound on |hi + lo - L| for the exact loss L
 
@@ -69,7 +77,7 @@ class _LossTable:
         d = (self.hi[first:] - eps_g) + self.lo[first:]  # L - eps_g to a relative error of 2u
         near = d > -self.loss_error
         if not np.any(near):
-            return max(0.0, self.floor - slack), self.floor + slack  # S = 0
+            return self.floor_lo, self.floor  # S = 0: the certified floor itself
         active = d > 0.0
         s = 0.0
         if np.any(active):
@@ -112,7 +120,19 @@ def _loss_error(n_groups: int, max_loss: float) -> float:
     return 4.0 * n_groups**2 * _U * _U * max_loss + 1e-300
 
 
-def _table(groups: list[tuple[float, int]], log_keep: float) -> _LossTable:
+def _floor_bounds(deltas: list[tuple[float, int]]) -> tuple[float, float, object]:
+    """1 - prod_i (1 - delta_i)^count_i at 160 bits: (rounded down, rounded up, the mpf value)."""
+    ctx = mp()
+    if any(d >= 1.0 for d, _ in deltas):
+        return 1.0, 1.0, ctx.mpf(1)
+    log_keep = ctx.fsum(count * ctx.log1p(-ctx.mpf(d)) for d, count in deltas if d > 0.0)
+    if log_keep == 0:
+        return 0.0, 0.0, ctx.mpf(0)
+    floor = -ctx.expm1(log_keep)
+    return to_float_down(floor), min(1.0, to_float_up(floor)), floor
+
+
+def _table(groups: list[tuple[float, int]], deltas: list[tuple[float, int]]) -> _LossTable:
     """Loss table of the product of ``count`` randomized-response pairs per (epsilon, count).
 
     Atoms whose loss cannot end positive, whatever the later groups add, are dropped as we go.
@@ -140,14 +160,56 @@ def _table(groups: list[tuple[float, int]], log_keep: float) -> _LossTable:
     # logsumexp adds ~u ln(n): 32 u (magnitude + ln n) leaves a factor >= 4 of slack (the tests
     # compare with 50-digit mpmath at k = 1000 and 10000).
     log_error = 32.0 * _U * (magnitude + max_loss + math.log(hi.size + 2.0))
+    floor_lo, floor_hi, _ = _floor_bounds(deltas)
+    for a in (hi, lo, log_mass):
+        a.flags.writeable = False
     return _LossTable(
         hi=hi,
         lo=lo,
         log_mass=log_mass,
-        floor=0.0 - math.expm1(log_keep),  # 0.0 - : no negative zero
+        floor=floor_hi,
+        floor_lo=floor_lo,
         relative_error=math.expm1(log_error),
         loss_error=_loss_error(len(groups), max_loss),
     )
+
+
+_EXACT_ATOMS = 512  # tables this small are also summed at 160 bits, giving values within two ulps
+
+
+class _ExactTable:
+    r"""The same loss table with exact losses (fractions) and 160-bit masses, for small tables.
+
+    Every term of :math:`a + (1 - a)\sum_{L > \varepsilon_g} P(L)(1 - e^{\varepsilon_g - L})` is
+    non-negative and formed without cancellation (``expm1`` of the exact difference), so the sum is
+    good to far more than 53 bits and converts to the float just above it.
+    """
+
+    def __init__(self, groups: list[tuple[float, int]], deltas: list[tuple[float, int]]) -> None:
+        ctx = mp()
+        atoms: list[tuple[Fraction, object]] = [(Fraction(0), ctx.mpf(0))]  # (loss, log mass)
+        for epsilon, count in groups:
+            e = ctx.mpf(epsilon)
+            softplus_neg = ctx.log1p(ctx.exp(-e))
+            choose = 1
+            group = []
+            for ell in range(count + 1):  # KOV Thm 3.3: Binomial(k, e^eps / (1 + e^eps))
+                log_mass = ctx.log(choose) - count * softplus_neg - (count - ell) * e
+                group.append((Fraction(epsilon) * (2 * ell - count), log_mass))
+                choose = choose * (count - ell) // (ell + 1)
+            atoms = [(la + lb, ma + mb) for la, ma in atoms for lb, mb in group]
+        self.atoms = [(loss, ctx.exp(lm)) for loss, lm in atoms if loss > 0]
+        _, _, self.floor = _floor_bounds(deltas)
+
+    def delta(self, eps_g: float) -> object:
+        ctx = mp()
+        g = Fraction(eps_g)
+        s = ctx.fsum(m * -ctx.expm1(-ctx.mpf(loss - g)) for loss, m in self.atoms if loss > g)
+        return self.floor + (1 - self.floor) * s
+
+
+def _exact_table(groups: list[tuple[float, int]], deltas: list[tuple[float, int]]) -> _ExactTable | None:
+    return _ExactTable(groups, deltas) if math.prod(c + 1 for _, c in groups) <= _EXACT_ATOMS else None
 
 
 def _bisect(too_small: Callable[[float], bool], lo: float, hi: float) -> tuple[float, float]:
@@ -163,23 +225,29 @@ def _bisect(too_small: Callable[[float], bool], lo: float, hi: float) -> tuple[f
     return lo, hi
 
 
-def _solve(table: _LossTable, delta_total: float | None, epsilon_total: float | None, method: str) -> ApproxDP:
+def _solve(
+    table: _LossTable, exact: _ExactTable | None, delta_total: float | None, epsilon_total: float | None, method: str
+) -> ApproxDP:
     if epsilon_total is not None:
         eps_g = check_epsilon(epsilon_total, "epsilon_total")
-        lower, upper = table.delta_bounds(eps_g)
-        return ApproxDP(
-            epsilon=eps_g,
-            delta=Estimate(upper, kind="exact", error=upper - lower, method=method),
-        )
+        if exact is not None:
+            value = exact.delta(eps_g)
+            upper, lower = to_float_up(value), to_float_down(value)
+            delta = Estimate(min(upper, 1.0), kind="exact", error=upper - lower, method=method + " (160-bit sum)")
+        else:
+            lower, upper = table.delta_bounds(eps_g)
+            delta = Estimate(upper, kind="interval", lower=lower, error=upper - lower, method=method)
+        return ApproxDP(epsilon=eps_g, delta=delta)
     assert delta_total is not None
     target = check_delta(delta_total, "delta_total")
     if not table.delta_bounds(table.top)[1] <= target:  # the floor, rounded up
         raise ValueError(
-            f"delta_total must be >= 1 - prod(1 - delta_i) = {table.floor!r}, the delta of this "
-            f"composition at every epsilon; got {target}. No finite epsilon exists below it."
+            f"delta_total must be >= 1 - prod(1 - delta_i) = {table.floor!r} (the float at or above the "
+            f"exact value), the delta of this composition at every epsilon; got {target}. No finite "
+            "epsilon exists below it."
         )
     if table.delta_bounds(0.0)[1] <= target:
-        upper_eps, error = 0.0, 0.0
+        upper_eps, lower_eps = 0.0, 0.0
     else:
         # smallest eps_g whose certified upper delta meets the target (upper end of the bracket)
         top = table.top  # from the largest loss on, S = 0 and delta = floor
@@ -189,11 +257,32 @@ def _solve(table: _LossTable, delta_total: float | None, epsilon_total: float | 
             lower_eps, _ = _bisect(lambda x: table.delta_bounds(x)[0] > target, 0.0, top)
         else:
             lower_eps = 0.0
-        error = upper_eps - lower_eps
-    return ApproxDP(
-        epsilon=Estimate(upper_eps, kind="exact", error=error, method=method),
-        delta=target,
-    )
+    if exact is not None and upper_eps > 0.0:
+        # the first float whose 160-bit delta, rounded up, meets the target: within two ulps
+        def fails(x: float) -> bool:
+            return to_float_up(exact.delta(x)) > target
+
+        hi_key = float_key(upper_eps)
+        for _ in range(64):  # the float bracket's end passes in exact arithmetic; step up should
+            if not fails(from_key(hi_key)):  # the 160-bit sum sit within its margin of the target
+                break
+            hi_key += 1
+        if not fails(lower_eps):  # only at lower_eps = 0, where the float bounds straddle the target
+            hi_key = float_key(lower_eps)
+        lo_key = float_key(lower_eps) - 1  # fails (or lies below the search)
+        while hi_key - lo_key > 1:
+            mid = (lo_key + hi_key) // 2
+            if fails(from_key(mid)):
+                lo_key = mid
+            else:
+                hi_key = mid
+        value = max(from_key(hi_key), 0.0)
+        epsilon = Estimate(value, kind="exact", error=math.ulp(value), method=method + " (160-bit sum)")
+    elif upper_eps == 0.0:
+        epsilon = Estimate(0.0, kind="exact", method=method)
+    else:
+        epsilon = Estimate(upper_eps, kind="interval", lower=lower_eps, error=upper_eps - lower_eps, method=method)
+    return ApproxDP(epsilon=epsilon, delta=target)
 
 
 def _check_target(delta_total: object, epsilon_total: object) -> None:
@@ -228,10 +317,11 @@ def compose_optimal(
     Returns
     -------
     ApproxDP
-        With ``delta_total``: epsilon is ``Estimate(kind="exact")``, the upper end of a bisection
-        bracket (never below the optimum; ``error`` is the bracket width including rounding).
-        With ``epsilon_total``: delta is ``Estimate(kind="exact")``, rounded up by its rounding
-        bound (``error``).
+        With ``delta_total``: epsilon never below the optimum; ``Estimate(kind="exact")`` (within
+        two floats) for tables of at most 512 atoms, else ``kind="interval"`` with the certified
+        lower end in ``lower`` and the bracket width in ``error``. With ``epsilon_total``: delta
+        likewise, ``"exact"`` from the 160-bit sum or an ``"interval"`` from the float sum and its
+        rounding bound.
 
     Raises
     ------
@@ -282,8 +372,9 @@ def compose_optimal(
             "(closed form, a few percent above optimal for large k) or PLD accounting."
         )
     groups = [(eps, count)] if eps > 0.0 else []
-    log_keep = count * math.log1p(-d) if d < 1.0 else -math.inf
-    return _solve(_table(groups, log_keep), delta_total, epsilon_total, "optimal composition (KOV 2015 Thm 3.3)")
+    deltas = [(d, count)]
+    return _solve(_table(groups, deltas), _exact_table(groups, deltas), delta_total, epsilon_total,
+                  "optimal composition (KOV 2015 Thm 3.3)")
 
 
 def compose_optimal_heterogeneous(
@@ -344,12 +435,12 @@ def compose_optimal_heterogeneous(
     )
     _check_target(delta_total, epsilon_total)
     by_epsilon: dict[float, int] = {}
-    log_keep = 0.0
+    deltas: list[tuple[float, int]] = []
     for g, count in items:
         assert isinstance(g, (PureDP, ApproxDP))  # expand checked the types
         eps = float(g.epsilon)
         d = float(g.delta) if isinstance(g, ApproxDP) else 0.0
-        log_keep += count * math.log1p(-d) if d < 1.0 else -math.inf
+        deltas.append((d, count))
         if eps > 0.0:
             by_epsilon[eps] = by_epsilon.get(eps, 0) + count
     size = math.prod(c + 1 for c in by_epsilon.values())
@@ -362,4 +453,4 @@ def compose_optimal_heterogeneous(
         )
     groups = sorted(by_epsilon.items())
     method = "optimal composition (Murtagh-Vadhan 2016)"
-    return _solve(_table(groups, log_keep), delta_total, epsilon_total, method)
+    return _solve(_table(groups, deltas), _exact_table(groups, deltas), delta_total, epsilon_total, method)

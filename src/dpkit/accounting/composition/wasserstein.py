@@ -13,10 +13,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Literal, cast
 
 from dpkit._math import check_finite, check_positive
-from dpkit.accounting.composition._common import counted_sum, expand
+from dpkit._math.directed import sqrt_up, up
+from dpkit._math.precise import mp, to_float_up
+from dpkit.accounting.composition._common import expand
 from dpkit.guarantees import WassersteinDP
 
 __all__ = ["PaperValue", "compose_wasserstein", "wdp_paper_value"]
@@ -77,9 +80,14 @@ def compose_wasserstein(guarantees: Sequence[object]) -> WassersteinDP:
     scale = max(g.epsilon for g, _ in items)
     if scale == 0.0:
         return WassersteinDP(p=p, epsilon=0.0)
-    # W_p(prod P_i, prod Q_i)^p <= sum_i W_p(P_i, Q_i)^p (product of optimal couplings)
-    total = counted_sum(((g.epsilon / scale) ** p, count) for g, count in items)
-    return WassersteinDP(p=p, epsilon=scale * total ** (1.0 / p))
+    # W_p(prod P_i, prod Q_i)^p <= sum_i W_p(P_i, Q_i)^p (product of optimal couplings), evaluated at
+    # 160 bits and rounded up (a distance bound, so never below the exact value)
+    if p in (1.0, 2.0):  # exact sums (and an exactly rounded square root)
+        total = sum((Fraction(float(g.epsilon)) ** int(p) * count for g, count in items), Fraction(0))
+        return WassersteinDP(p=p, epsilon=up(total) if p == 1.0 else sqrt_up(total))
+    ctx = mp()
+    total = ctx.fsum(count * (ctx.mpf(g.epsilon) / scale) ** p for g, count in items)
+    return WassersteinDP(p=p, epsilon=to_float_up(scale * total ** (1 / ctx.mpf(p))))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import cast
 
 from dpkit._math import Estimate
-from dpkit.accounting.composition._common import counted_sum, expand
+from dpkit.accounting.composition._common import counted_sum, expand, input_kind
 from dpkit.guarantees import ZCDP
 
 __all__ = ["compose_zcdp"]
@@ -27,7 +27,7 @@ def compose_zcdp(guarantees: Sequence[object]) -> ZCDP:
     Returns
     -------
     ZCDP
-        ``rho`` is ``Estimate(kind="exact")``: Gaussian mechanisms with these rhos compose to a
+        ``rho`` is ``Estimate(kind="exact")``, the exact sum rounded up: Gaussian mechanisms with these rhos compose to a
         Gaussian mechanism with exactly the summed rho.
 
     Raises
@@ -57,5 +57,6 @@ def compose_zcdp(guarantees: Sequence[object]) -> ZCDP:
     """
     advice = "Convert it first with dpkit.guarantees.to_zcdp."
     items = cast(list[tuple[ZCDP, int]], expand(guarantees, (ZCDP,), "compose_zcdp", advice=advice))
-    rho = counted_sum((float(g.rho), count) for g, count in items)  # BS16 Lemma 2.3
-    return ZCDP(Estimate(rho, kind="exact", method="zCDP composition: rhos add (BS16 Lemma 2.3)"))
+    rho = counted_sum((float(g.rho), count) for g, count in items)  # BS16 Lemma 2.3, exact sum rounded up
+    kind, note = input_kind([g.rho for g, _ in items], "exact")
+    return ZCDP(Estimate(rho, kind=kind, method="zCDP composition: rhos add (BS16 Lemma 2.3)" + note))

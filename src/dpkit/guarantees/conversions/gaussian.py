@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpkit._math import Estimate, check_delta
+from dpkit._math.directed import up
+from dpkit._math.gaussian import gaussian_delta_up, gaussian_epsilon_up
 from dpkit.guarantees import _numerics
 from dpkit.guarantees.conversions._common import require
 from dpkit.guarantees.conversions.renyi import zcdp_to_rdp
@@ -38,7 +41,9 @@ def gdp_to_profile(guarantee: GaussianDP) -> PrivacyProfile:
     Returns
     -------
     PrivacyProfile
-        Kind ``"exact"``; ``epsilon(0)`` is ``inf``.
+        Kind ``"exact"``; ``epsilon(0)`` is ``inf``. A scalar ``delta(eps)`` and ``epsilon(delta)``
+        are ``"exact"`` Estimates (evaluated at 160 bits, within two ulps and never below the exact
+        value); ``delta`` of an array is the log-space float evaluation moved up by its error bound.
 
     Raises
     ------
@@ -52,24 +57,40 @@ def gdp_to_profile(guarantee: GaussianDP) -> PrivacyProfile:
     Examples
     --------
     >>> p = gdp_to_profile(GaussianDP(mu=1.0))
-    >>> round(float(p.epsilon(1e-5)), 6)
-    4.377178
+    >>> round(float(p.epsilon(1e-5)), 6), p.epsilon(1e-5).kind
+    (4.377178, 'exact')
     """
     g = require(guarantee, GaussianDP, "gdp_to_profile")
     mu = float(g.mu)
+    method = "Balle-Wang / DRS Cor 2.13 at 160 bits, rounded up"
 
-    def delta_function(e: ArrayLike) -> NDArray[np.float64]:
+    def delta_function(e: ArrayLike) -> Estimate | NDArray[np.float64]:
         arr = np.asarray(e, dtype=np.float64)
+        if arr.ndim == 0:  # one epsilon: the 160-bit value, within two ulps above
+            return Estimate(gaussian_delta_up(mu, float(arr)), kind="exact", method=method)
         flat = arr.reshape(-1)
-        log_delta, _ = _numerics.gaussian_log_delta(flat, mu)
-        with np.errstate(under="ignore"):
-            return np.exp(log_delta).reshape(arr.shape)
+        log_delta, error = _numerics.gaussian_log_delta(flat, mu)
+        with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+            # arrays: the log-space float evaluation moved up by its error bound (upper bounds);
+            # where that bound is loose (small mu cancels), the element is evaluated at 160 bits
+            values = np.nextafter(np.exp(log_delta + 2.0 * error) * (1.0 + 2.0**-49), np.inf)
+        loose = np.flatnonzero(~(error <= 1e-13))
+        for i in loose:
+            values[i] = gaussian_delta_up(mu, float(flat[i]))
+        return np.minimum(values, 1.0).reshape(arr.shape)
 
     def epsilon_function(target: float) -> Estimate:
         if target == 0.0:
             return Estimate(math.inf, kind="upper", method="GDP profile is > 0 at every epsilon")
+        if target >= 1.0:
+            return Estimate(0.0, kind="exact", method="delta = 1 holds at epsilon = 0")
         upper, width = _numerics.gaussian_epsilon_upper(target, mu)
-        return Estimate(upper, kind="upper", error=width, method="GDP profile inverse (bisection, upper end)")
+        if upper == 0.0:
+            return Estimate(0.0, kind="exact", method="delta(0) is below the target")
+        # the float bisection brackets the root to 1e-13; the 160-bit profile then picks the float
+        value = gaussian_epsilon_up(mu, target, upper)
+        return Estimate(max(value, 0.0), kind="exact", error=math.ulp(value),
+                        method="inverse of the GDP profile at 160 bits (first float that meets delta)")
 
     return PrivacyProfile(
         delta_function=delta_function,
@@ -90,7 +111,8 @@ def gdp_to_approx_dp(guarantee: GaussianDP, *, delta: float) -> ApproxDP:
     Returns
     -------
     ApproxDP
-        ``epsilon`` is an ``Estimate(kind="upper")`` within ~1e-11 relative of the exact value.
+        ``epsilon`` is an ``Estimate(kind="exact")``: the smallest float whose δ, evaluated at 160 bits
+        and rounded up, meets ``delta`` (within two ulps of the exact inverse, never below it).
 
     Raises
     ------
@@ -142,8 +164,9 @@ def gdp_to_zcdp(guarantee: GaussianDP) -> ZCDP:
     0.5-zCDP
     """
     g = require(guarantee, GaussianDP, "gdp_to_zcdp")
-    mu = float(g.mu)
-    return ZCDP(rho=Estimate(mu * mu / 2.0, kind="exact", method="Gaussian Renyi divergence"))
+    rho = up(Fraction(float(g.mu)) ** 2 / 2)  # mu^2 / 2 exactly, rounded up
+    kind = g.mu.kind if isinstance(g.mu, Estimate) and g.mu.kind in ("numerical", "lower") else "exact"
+    return ZCDP(rho=Estimate(rho, kind=kind, method="Gaussian Renyi divergence"))
 
 
 def gdp_to_rdp(guarantee: GaussianDP) -> RenyiDP:

@@ -8,11 +8,15 @@ and zCDP parameter of that pair are the tight conversions, and the ones given he
 from __future__ import annotations
 
 import math
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from dpkit._math import Estimate, check_delta
+from dpkit._math.directed import bump_up_array, up
+from dpkit._math.precise import evaluate, mp, to_float_up
 from dpkit.guarantees import _numerics
 from dpkit.guarantees.conversions._common import require
 from dpkit.guarantees.definitions import (
@@ -25,20 +29,55 @@ from dpkit.guarantees.definitions import (
 
 
 def _approx_profile_delta(epsilon: float, delta: float, e: NDArray[np.float64]) -> NDArray[np.float64]:
-    # delta + (1 - delta) (e^eps - e^e')_+ / (1 + e^eps), written without overflow
-    tail = -np.expm1(np.minimum(e - epsilon, 0.0)) / (1.0 + math.exp(-epsilon))
-    return delta + (1.0 - delta) * tail
+    """delta + (1 - delta) (e^eps - e^e')_+ / (1 + e^eps) for an array of e', rounded up.
+
+    Written without overflow as ``-expm1(e' - eps) / (1 + e^-eps)``; the float evaluation rounds at
+    most six times (a few ulps), so it is moved up by 16 relative ulps and one float, except where the
+    tail is exactly 0 (e' >= eps), where the value is ``delta`` itself.
+    """
+    with np.errstate(under="ignore"):
+        tail = -np.expm1(np.minimum(e - epsilon, 0.0)) / (1.0 + math.exp(-epsilon))
+        value = delta + (1.0 - delta) * tail
+    return np.where(tail > 0.0, np.minimum(bump_up_array(value, 16.0), 1.0), delta)
+
+
+def _approx_profile_delta_exact(epsilon: float, delta: float, e: float) -> Estimate:
+    """The same at one e', at 160 bits: within two ulps above the exact value."""
+    method = "tight profile of (epsilon, delta)-DP at 160 bits"
+    if e >= epsilon:
+        return Estimate(delta, kind="exact", method=method)
+    ctx = mp()
+    d = ctx.mpf(delta)
+    value = d + (1 - d) * -ctx.expm1(ctx.mpf(e) - epsilon) / (1 + ctx.exp(-ctx.mpf(epsilon)))
+    return Estimate(min(1.0, to_float_up(value)), kind="exact", method=method)
 
 
 def _approx_profile_epsilon(epsilon: float, delta: float, target: float) -> float:
+    """The inverse, eps + log1p(-x) with x = (target - delta)(1 + e^-eps)/(1 - delta), rounded up.
+
+    Evaluated at 160 bits with the precision raised by the bits the sum ``eps + log1p(-x)`` cancels
+    (it nears 0 as target nears delta(0)), so the float returned is within two ulps above the exact
+    inverse (issue 14: the float formula could land one float below it).
+    """
     if target < delta:
         return math.inf
     if target >= 1.0 or delta == 1.0:
         return 0.0
-    x = (target - delta) * (1.0 + math.exp(-epsilon)) / (1.0 - delta)
-    if x >= 1.0:
-        return 0.0
-    return max(0.0, epsilon + math.log1p(-x))
+    if target == delta:
+        return epsilon
+
+    def inverse(ctx: Any) -> tuple[Any, Any]:
+        e = ctx.mpf(epsilon)
+        x = (ctx.mpf(target) - delta) * (1 + ctx.exp(-e)) / (1 - ctx.mpf(delta))
+        if x >= 1:
+            return ctx.mpf(0), ctx.mpf(0)
+        tail = ctx.log1p(-x)
+        return e + tail, e - tail
+
+    value, certified = evaluate(inverse)
+    if value <= 0:
+        return 0.0 if certified else math.nextafter(0.0, 1.0)
+    return to_float_up(value) if certified else epsilon  # epsilon itself is always valid
 
 
 def approx_dp_to_profile(guarantee: ApproxDP) -> PrivacyProfile:
@@ -80,10 +119,17 @@ def approx_dp_to_profile(guarantee: ApproxDP) -> PrivacyProfile:
     """
     g = require(guarantee, ApproxDP, "approx_dp_to_profile")
     epsilon, delta = float(g.epsilon), float(g.delta)
+
+    def delta_function(e: ArrayLike) -> Estimate | NDArray[np.float64]:
+        arr = np.asarray(e, dtype=np.float64)
+        if arr.ndim == 0:
+            return _approx_profile_delta_exact(epsilon, delta, float(arr))
+        return _approx_profile_delta(epsilon, delta, arr)
+
     return PrivacyProfile(
-        delta_function=lambda e: _approx_profile_delta(epsilon, delta, np.asarray(e, dtype=np.float64)),
+        delta_function=delta_function,
         epsilon_function=lambda t: Estimate(
-            _approx_profile_epsilon(epsilon, delta, t), kind="exact", method=f"inverse profile of {g}"
+            _approx_profile_epsilon(epsilon, delta, t), kind="exact", method=f"inverse profile of {g} (160 bits)"
         ),
         kind="exact",
         description=f"tight profile of {g}",
@@ -198,10 +244,12 @@ def pure_to_zcdp(guarantee: PureDP, *, tight: bool = True) -> ZCDP:
     """
     g = require(guarantee, PureDP, "pure_to_zcdp")
     epsilon = float(g.epsilon)
-    if tight:
-        rho = Estimate(epsilon * math.tanh(epsilon / 2.0), kind="exact", method="Steinke 2024 Thm 5")
-    else:
-        rho = Estimate(epsilon * epsilon / 2.0, kind="upper", method="Bun & Steinke 2016 Prop 1.4")
+    if tight:  # eps tanh(eps/2) at 160 bits, rounded up (within two ulps)
+        ctx = mp()
+        value = to_float_up(ctx.mpf(epsilon) * ctx.tanh(ctx.mpf(epsilon) / 2))
+        rho = Estimate(value, kind="exact", method="Steinke 2024 Thm 5")
+    else:  # eps^2 / 2 exactly, rounded up
+        rho = Estimate(up(Fraction(epsilon) ** 2 / 2), kind="upper", method="Bun & Steinke 2016 Prop 1.4")
     return ZCDP(rho=rho)
 
 

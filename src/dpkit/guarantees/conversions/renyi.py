@@ -14,6 +14,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpkit._math import Estimate, check_delta
+from dpkit._math.directed import mul_up_array
+from dpkit._math.precise import mp, to_float_up
 from dpkit.errors import UnsupportedError
 from dpkit.guarantees import _numerics
 from dpkit.guarantees.conversions._common import (
@@ -32,10 +34,16 @@ from dpkit.guarantees.definitions import (
 
 
 def _rdp_epsilon(g: RenyiDP, delta: float, method: str) -> tuple[float, float]:
+    """(epsilon, alpha): the order chosen by a float search, the epsilon recomputed there at 160 bits
+    and rounded up (so it is the bound at that order, never below it)."""
     log_delta = math.log(delta)
-    return _numerics.minimise_over_orders(
+    value, alpha = _numerics.minimise_over_orders(
         lambda a: _numerics.rdp_epsilon_terms(a, g._values(a), log_delta, method), g._grid()
     )
+    if not math.isfinite(value):
+        return value, alpha
+    rdp = float(g._values(np.array([alpha]))[0])
+    return _numerics.cks_epsilon_up(alpha, rdp, delta, method), alpha
 
 
 def rdp_to_approx_dp(guarantee: RenyiDP, *, delta: float, method: RdpMethod = "cks") -> ApproxDP:
@@ -134,10 +142,13 @@ def rdp_to_profile(guarantee: RenyiDP, *, method: RdpMethod = "cks") -> PrivacyP
     check_method(method, ("cks", "mironov"))
 
     def one(e: float) -> float:
-        value, _ = _numerics.minimise_over_orders(
+        value, alpha = _numerics.minimise_over_orders(
             lambda a: _numerics.rdp_log_delta_terms(a, g._values(a), e, method), g._grid()
         )
-        return math.exp(min(value, 0.0)) if math.isfinite(value) else 1.0  # min(1, e^value)
+        if not math.isfinite(value):
+            return 1.0
+        rdp = float(g._values(np.array([alpha]))[0])
+        return _numerics.cks_delta_up(alpha, rdp, e, method)  # min(1, e^value) at 160 bits, rounded up
 
     def delta_function(e: ArrayLike) -> NDArray[np.float64]:
         arr = np.asarray(e, dtype=np.float64)
@@ -187,8 +198,8 @@ def zcdp_to_rdp(guarantee: ZCDP) -> RenyiDP:
     """
     g = require(guarantee, ZCDP, "zcdp_to_rdp")
     rho = float(g.rho)
-    return RenyiDP(
-        curve=lambda a: rho * np.asarray(a, dtype=np.float64), description=f"alpha -> {rho!r} * alpha"
+    return RenyiDP(  # alpha * rho, rounded up where the product rounds
+        curve=lambda a: mul_up_array(rho, np.asarray(a, dtype=np.float64)), description=f"alpha -> {rho!r} * alpha"
     )
 
 
@@ -235,18 +246,18 @@ def zcdp_to_approx_dp(guarantee: ZCDP, *, delta: float, method: ZcdpMethod = "ck
     if rho == 0.0:
         return ApproxDP(epsilon=Estimate(0.0, kind="exact", method="0-zCDP: identical outputs"), delta=target)
     log_inv = -math.log(target)
-    bs16 = rho + 2.0 * math.sqrt(rho * log_inv)
+    ctx = mp()
+    r = ctx.mpf(rho)
+    bs16 = to_float_up(r + 2 * ctx.sqrt(r * -ctx.log(ctx.mpf(target))))  # BS16 Prop 1.3, rounded up
     if method == "bs16":
         epsilon = Estimate(bs16, kind="upper", method="Bun & Steinke 2016 Prop 1.3")
         return ApproxDP(epsilon=epsilon, delta=target)
-    curve = zcdp_to_rdp(g)
-    value, alpha = _rdp_epsilon(curve, target, "cks")
     alpha_bs = 1.0 + math.sqrt(log_inv / rho)  # BS16's optimal order; rounds to 1 for huge rho
-    at_bs = float(
-        _numerics.rdp_epsilon_terms(np.array([alpha_bs]), np.array([alpha_bs * rho]), -log_inv, "cks")[0]
+    value, alpha = _numerics.minimise_over_orders(
+        lambda a: _numerics.rdp_epsilon_terms(a, rho * a, -log_inv, "cks"), None, guess=alpha_bs
     )
-    if alpha_bs > 1.0 and at_bs < value:
-        value, alpha = at_bs, alpha_bs
+    if math.isfinite(value):  # the bound at the chosen order, alpha * rho exact, at 160 bits
+        value = _numerics.cks_epsilon_up(alpha, ctx.mpf(alpha) * r, target, "cks")
     if bs16 < value:  # only when the optimal order lies below the grid (rho above ~1e12)
         epsilon = Estimate(bs16, kind="upper", method="Bun & Steinke 2016 Prop 1.3 (tighter here)")
         return ApproxDP(epsilon=epsilon, delta=target)
@@ -289,6 +300,26 @@ def zcdp_to_profile(guarantee: ZCDP) -> PrivacyProfile:
             description=f"profile of {g}",
         )
     profile = rdp_to_profile(zcdp_to_rdp(g), method="cks")
+    rho = float(g.rho)
+
+    def one(e: float) -> float:
+        # the optimal order of (alpha - 1)(alpha rho - e) sits near (e + rho) / (2 rho): 1e16 for
+        # rho = 5e-30, e = 1e-13, far past any fixed grid; it is searched as a guess beside the grid
+        guess = (e + rho) / (2.0 * rho)
+        value, alpha = _numerics.minimise_over_orders(
+            lambda a: _numerics.rdp_log_delta_terms(a, rho * a, e, "cks"), None, guess=guess
+        )
+        if not math.isfinite(value):
+            return 1.0
+        ctx = mp()
+        return _numerics.cks_delta_up(alpha, ctx.mpf(alpha) * ctx.mpf(rho), e, "cks")
+
+    def delta_function(e: ArrayLike) -> Estimate | NDArray[np.float64]:
+        arr = np.asarray(e, dtype=np.float64)
+        values = np.array([one(float(x)) for x in arr.flat], dtype=np.float64).reshape(arr.shape)
+        if arr.ndim == 0:
+            return Estimate(float(values), kind="upper", method=f"CKS 2020 Cor 13 at 160 bits, {g}")
+        return values
 
     def epsilon_function(target: float) -> float:  # returns an Estimate (a float subclass)
         if target == 0.0 or target >= 1.0:
@@ -297,7 +328,7 @@ def zcdp_to_profile(guarantee: ZCDP) -> PrivacyProfile:
         return zcdp_to_approx_dp(g, delta=target).epsilon
 
     return PrivacyProfile(
-        delta_function=profile.delta_function,
+        delta_function=delta_function,
         epsilon_function=epsilon_function,
         kind="upper",
         description=f"CKS 2020 Cor 13 profile of {g}",
