@@ -271,7 +271,11 @@ def _interval_class() -> type:
         def __init__(self, values: NDArray[np.float64], half_width: float,
                      inexact: NDArray[np.bool_] | None, grid: float) -> None:
             super().__init__(values, half_width)
-            self.inexact, self.grid = inexact, grid
+            if inexact is not None:
+                inexact = np.array(inexact, dtype=bool)
+                inexact.flags.writeable = False
+            object.__setattr__(self, "inexact", inexact)  # immutable, as its base
+            object.__setattr__(self, "grid", float(grid))
 
         def _exact_ends(self) -> bool:
             """Whether ``values ∓ half_width`` is exact: all are multiples of grid/2 below 2^53 halves."""
@@ -289,7 +293,10 @@ def _interval_class() -> type:
             up = i in (1, -1)
             values, half = self.values, self.half_width
             if self._exact_ends():
-                return values + half if up else values - half
+                exact = values + half if up else values - half
+                if isinstance(exact, np.ndarray):
+                    exact.flags.writeable = False
+                return exact
             width: Any = half
             if self.inexact is not None and self.inexact.any():
                 with np.errstate(all="ignore"):
@@ -302,7 +309,10 @@ def _interval_class() -> type:
                 cap, beyond = _two_sum_outward(-_MAX_DOUBLE, width, up=True), np.isneginf(values)
             else:
                 cap, beyond = _two_sum_outward(_MAX_DOUBLE, -width, up=False), np.isposinf(values)
-            return np.asarray(np.where(beyond, cap, end), dtype=np.float64)
+            out = np.asarray(np.where(beyond, cap, end), dtype=np.float64)
+            if out.ndim:
+                out.flags.writeable = False
+            return out
 
     return GridInterval
 
