@@ -326,7 +326,7 @@ def grid_interval(values: NDArray[np.float64], half_width: float, inexact: NDArr
 _CHUNK = 1 << 16
 
 
-def _fast_chunk(x: NDArray[np.float64], inv: float, grid: float, noise: NDArray[np.int64],
+def _fast_chunk(x: NDArray[np.float64], inv: float, grid: float, noise: NDArray[np.int64] | NDArray[np.float64],
                 out: NDArray[np.float64]) -> bool:
     """``out = (rint(x / grid) + noise) * grid`` in place in float64, where that is exact; else False.
 
@@ -345,7 +345,7 @@ def _fast_chunk(x: NDArray[np.float64], inv: float, grid: float, noise: NDArray[
     top = max(-float(out.min()), float(out.max()))  # max |n|; inf if x / grid overflowed
     if not top < EXACT_DOUBLE:
         return False
-    bound = int(top) + max(-int(noise.min()), int(noise.max()))  # >= |n + K|, exact integers
+    bound = int(top) + max(-int(noise.min()), int(noise.max()))  # >= |n + K|; exact (int, or float < 2**53)
     if bound >= EXACT_DOUBLE or float(bound) * grid >= _MAX_DOUBLE:
         return False
     np.add(out, noise, out=out)  # exact: integers below 2**53 and their sum
@@ -356,6 +356,10 @@ def _fast_chunk(x: NDArray[np.float64], inv: float, grid: float, noise: NDArray[
 def noisy_grid_chunked(floats: NDArray[np.float64], exact: dict[int, Fraction], grid: float,
                        sample: Any, rng: Any) -> tuple[NDArray[np.float64], NDArray[np.bool_] | None]:
     """:func:`noisy_grid` with the noise drawn by ``sample(m, rng)``, ``_CHUNK`` values at a time.
+
+    ``sample`` returns ``m`` integers: an integer array, or a float64 array whose entries are exact
+    integers (:func:`dpkit.random._gaussian.gaussian_noise`; it switches to int64 for a draw of
+    ``2**53`` or more), which the fast path adds to the doubles without a conversion.
 
     The same function of the values and the noise as :func:`noisy_grid` (the noise of value ``i`` is
     the ``i``-th draw), computed chunk by chunk into one output array: each chunk draws its noise,
@@ -374,13 +378,15 @@ def noisy_grid_chunked(floats: NDArray[np.float64], exact: dict[int, Fraction], 
     with np.errstate(all="ignore"):
         for start in range(0, n, _CHUNK):
             stop = min(start + _CHUNK, n)
-            noise = np.asarray(sample(stop - start, rng), dtype=np.int64).reshape(-1)
+            noise = np.asarray(sample(stop - start, rng)).reshape(-1)
+            if noise.dtype != np.float64:
+                noise = noise.astype(np.int64, copy=False)
             piece = out[start:stop]
             lo, hi = bisect.bisect_left(keys, start), bisect.bisect_left(keys, stop)
             if lo == hi and normal and _fast_chunk(flat[start:stop], inv, grid, noise, piece):
                 continue
             chunk_exact = {i - start: exact[i] for i in keys[lo:hi]}
-            values, mask = noisy_grid(flat[start:stop], chunk_exact, grid, noise)
+            values, mask = noisy_grid(flat[start:stop], chunk_exact, grid, noise.astype(np.int64, copy=False))
             piece[...] = values
             if mask is not None:
                 if inexact is None:
