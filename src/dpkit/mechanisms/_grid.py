@@ -22,20 +22,24 @@ a private value; here every output is ``f(n + K)`` for one public f.  Nothing el
 reaches the caller:
 
 * **No failure and no message depends on the value.**  Every finite value is released, whatever
-  its size: values with ``|x / g| < 2^62`` (all but absurd ones) take a vectorised int64 path in
-  which nothing can overflow (``|n| < 2^62`` and ``|K| < 2^62``, the samplers' documented range);
+  its size.  Releases run in chunks of 2^16 values (:func:`noisy_grid_chunked`); a chunk whose
+  ``|n| + |K|`` stays below 2^53 is computed in float64 in place in the output, where every step is
+  exact (:func:`_fast_chunk`); the others go through :func:`noisy_grid`, where values with
+  ``|x / g| < 2^62`` (all but absurd ones) take a vectorised int64 path in which nothing can
+  overflow (``|n| < 2^62`` and ``|K| < 2^62``, the samplers' documented range);
   the others, and integers that a double cannot hold exactly (``|x| > 2^53`` given as Python or
   NumPy integers, or Fractions/Decimals), are computed exactly with Python integers: ``n`` is the
   half-to-even rounding of the exact rational ``x / g``, ``n + K`` is exact, and the conversion to a
   double is Python's correctly rounded ``int / int`` division (``OverflowError`` there becomes
-  ``±inf``).  The two paths compute the same function (both round half to even), so which path a
+  ``±inf``).  The paths compute the same function (all round half to even), so which path a
   value took is not visible in the output.  The refusals that remain concern the *form* of the
   input, not its magnitude (NaN, ±inf, non-numbers, an empty array; non-integers for the integer
   mechanisms); their messages name the problem, never a value or its position.
 * **No warning depends on the value**: the arithmetic runs under ``numpy.errstate(all="ignore")``
   where it may overflow or underflow, so no ``RuntimeWarning`` is emitted for large values.
 * **Timing**: the exact path costs a few microseconds per value with ``|x / g| >= 2^62`` (about
-  2^52 times the sensitivity for Laplace); it is part of the wall-clock channel that the README's
+  2^52 times the sensitivity for Laplace), and a chunk that leaves the float64 path costs a few
+  times more than one that stays; both are part of the wall-clock channel that the README's
   threat model documents, not of what a release returns.
 
 Intervals stay valid

@@ -573,13 +573,17 @@ def gaussian_noise(sigma: float, n: int, rng: np.random.Generator) -> NDArray[np
     value = check_positive("sigma", sigma)
     if not (_MIN_SIGMA <= value <= _MAX_SIGMA):
         raise ValueError(f"sigma must be in [2**-40, 2**40]; got {value}.")
-    tab = _bins(value)
     generator = check_rng(rng)
     prime_allocator(n)
+    return _float_draws(_bins(value), n, generator)
+
+
+def _float_draws(tab: _Bins, n: int, rng: np.random.Generator) -> NDArray[np.float64] | NDArray[np.int64]:
+    """``n`` exact draws with the tables ``tab`` as float64, or as int64 if one reaches ``_EXACT_FLOAT``."""
     out = np.empty(n, dtype=np.float64)
     big: dict[int, int] = {}
     for start in range(0, n, _BLOCK):
-        for i, v in _binned_fill(tab, out[start : start + _BLOCK], generator).items():
+        for i, v in _binned_fill(tab, out[start : start + _BLOCK], rng).items():
             big[start + i] = v
     if not big:
         return out

@@ -24,25 +24,30 @@ has :math:`P(M \ge k) = t(k)`, which is the geometric law, and for the discrete 
 :math:`k \ge 1`; an independent fair sign bit then gives the two-sided law.  Per draw:
 
 1. one word: bit 0 is the sign and the other bits are the first ``b`` bits of ``U``, so ``U`` lies
-   in ``[lo, lo + 2**-b)`` with ``lo`` exact in float64 (``b = 31`` from a 32-bit word for
+   in ``[lo, lo + 2**-b)`` with ``lo`` exact in float64 (``b = 31`` from half of a 64-bit word for
    ``scale <= 32``, where thresholds are sparse; ``b = 53`` from a 64-bit word above);
 2. a *guess* :math:`\hat M = \lfloor(\ln c - \ln U)\,\mathrm{scale}\rfloor` from ``numpy.log``; its
    accuracy matters only for speed;
 3. a *certificate* that :math:`t(\hat M) > U \ge t(\hat M + 1)`, using tables of
    :math:`q^{v 4096^l}` built once per scale from rigorous integer enclosures
-   (:func:`dpkit.random._arith.exp_neg_enclosure`) and products in float64 whose relative rounding
-   error is bounded by IEEE 754 (``+ - * /`` correctly rounded; at most ``(4L + 8) * 2**-53`` with
-   ``L`` table levels); the comparison uses that bound as a margin, so a certified draw is exact;
+   (:func:`dpkit.random._arith.exp_neg_enclosure`): the level-0 entries are stored scaled by
+   ``2**b`` and rounded in their safe directions (lower bounds of :math:`t(v)`, upper bounds of
+   :math:`t(v + 1)`), and with ``L > 1`` levels the products in float64, whose relative rounding
+   error is bounded by IEEE 754 (``+ - * /`` correctly rounded), are covered by a margin of
+   ``(4L + 8) * 2**-53`` folded into those entries (:func:`_certified_counts`), so a certified draw
+   is exact; with one level nothing is rounded at run time;
 4. the draws that fail the certificate (``U``'s known bits straddle a threshold or its margin, or
    the guess is off by one) are recomputed exactly in Python by
    :class:`~dpkit.random._arith.LazyUniform`, which extends ``U`` with fresh random words until
    integer enclosures of :math:`t(k)` decide.  That is about ``2e-7`` of draws at ``scale = 32``
    (the worst case of the 31-bit path), under ``1e-8`` elsewhere.
 
-Above ``scale = 2**20`` the 53 bits of ``U`` would leave too many draws uncertified (thresholds
-get closer than the margin), so the geometric count is split into independent low bits and a
-quotient (:func:`_geometric_draws`), and the discrete Laplace draw into a zero test and a
-geometric magnitude (:func:`_laplace_draws`); every piece is again exact.
+Above ``scale = 2**18`` (where two table levels would no longer do, and beyond ``2**20`` the 53
+bits of ``U`` would leave too many draws uncertified), the geometric count is split into
+independent low bits and a quotient of scale in ``[2**17, 2**18)``, and the discrete Laplace draw
+is a signed geometric with the pair (negative, 0) rejected (:func:`_split_block`); every piece is
+again exact, and the low bits are accepted by one integer comparison for all but about ``2**-17``
+of the draws (:func:`_low_bits`).
 
 This replaces CKS 2020 Algorithm 2 (uniform proposal, Bernoulli(exp(-U/t)) rejection and a
 geometric count of Bernoulli(exp(-1)) successes) by a single inversion per draw: the same exact law,
