@@ -264,8 +264,9 @@ def main() -> int:
           f"{[round(v, 2) for v in load['end']]}\n"
           + (f"- baseline rows: `{args.baseline_label}` from `{baseline}`\n" if baseline else "")
           + "\n" + H.environment_markdown(env := H.environment(["randomgen"])))
-    print(md)
-    if not args.no_write:
+    if args.no_write:
+        print(md)
+    else:  # write_report prints it too
         H.write_report("mechanisms", markdown=md, data={"runs": {f"{k[1]} n={k[0]}": v for k, v in runs.items()},
                                                          "peers": peers, "summary": summary, "load": load}, env=env)
     return 0
