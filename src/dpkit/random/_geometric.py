@@ -58,7 +58,6 @@ vectorises without per-round bookkeeping.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
