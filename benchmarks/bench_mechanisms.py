@@ -1,79 +1,94 @@
-"""Mechanism release throughput: dpkit's secure, floating-point-safe Laplace and Gaussian releases
-against NumPy's raw samplers (the limit) and the peers' equivalents, in one run.
+"""Mechanism release throughput and memory: dpkit's secure, floating-point-safe Laplace and Gaussian
+releases against NumPy's raw samplers (the limit) and the peers' equivalents, in one run.
 
-Bar (mechanisms issue): releasing 10^7 values with the secure Laplace and Gaussian mechanisms at no
-less than 1/3 of the throughput of NumPy's raw ``Generator.laplace`` / ``Generator.normal`` (neither
-secure nor floating-point safe), and faster than OpenDP's, diffprivlib's and python-dp's.
+Bars (issue 16, item 4): releasing 10^7 and 10^8 values with the secure Laplace and Gaussian
+mechanisms at no less than 0.5x the throughput of NumPy's raw ``Generator.laplace`` /
+``Generator.normal`` on the same number of values (neither secure nor floating-point safe; median of
+alternating runs), with the release's memory at most 2x its input; and faster than OpenDP's,
+diffprivlib's and python-dp's.
 
-Rows (draws per second; median of --repeats runs after a warm-up; each row in its own subprocess
-with a timeout and a memory cap, via ``_harness.run_isolated``):
-
-* NumPy PCG64 ``laplace`` / ``normal`` on 10^7 draws (the raw limit);
-* dpkit ``Laplace(sensitivity=1, epsilon=1, dimension=n).release(x)`` and
-  ``Gaussian(sensitivity=1, sigma=1, dimension=n).release(x)`` on n = 10^7 values, secure default
-  generator (ChaCha20), grid snapping included;
-* OpenDP ``make_laplace`` / ``make_gaussian`` on a float vector (10^5 values; OpenDP's samplers are
-  slow, so fewer draws), diffprivlib ``Laplace`` / ``GaussianAnalytic`` ``.randomise`` per value
-  (10^5), python-dp ``LaplaceMechanism`` / ``GaussianMechanism`` ``.add_noise`` per value (10^5).
+Method
+------
+* Every row runs in a fresh subprocess (``_harness.run_isolated``) that pre-faults the memory the
+  largest row needs (``_harness.prefault_memory``, the same amount in every subprocess), builds its
+  input in place (``x = normal(size=n); x *= 100``, 8 n bytes), warms up (the sampler's tables for
+  the mechanism's scale; NumPy on 10^4 draws), then times ``--repeats`` calls and keeps their median.
+* ``--rounds`` rounds alternate the rows (NumPy laplace, dpkit Laplace, NumPy normal, dpkit
+  Gaussian, per size), so that the load of a shared machine falls on dpkit and NumPy alike.
+  Reported: the median over rounds of each row's draws/s, and the median over rounds of the
+  per-round ratio dpkit / NumPy (each round's pair ran back to back).
+* Memory: the peak RSS of the first timed call above the RSS just before it (the call's own
+  allocation: output and temporaries; ``_harness.reset_peak_rss``), as a multiple of the input's
+  8 n bytes, and the subprocess's total peak RSS.  NumPy's row allocates only its output.
+* ``--baseline-src DIR`` adds the dpkit rows once more with ``DIR`` (a ``src/`` of another
+  commit, e.g. from ``git archive``) first on ``sys.path``, in the same rounds: a before/after
+  comparison under the same load.
+* Peers (OpenDP ``make_laplace`` / ``make_gaussian`` on a float vector, diffprivlib ``Laplace`` /
+  ``GaussianAnalytic`` ``.randomise`` per value, python-dp ``LaplaceMechanism`` /
+  ``GaussianMechanism`` ``.add_noise`` per value) on ``--n-peer`` values, once.
 
     bash benchmarks/run.sh mechanisms      # with the peers
     .venv/bin/python benchmarks/bench_mechanisms.py   # dpkit and NumPy only (peers "not installed")
+    .venv/bin/python benchmarks/bench_mechanisms.py --sizes 1e7 --rounds 3
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _harness as H  # noqa: E402
 
-SNIPPETS = {
-    "numpy laplace": ("numpy", """
-import numpy as np, time, statistics
+_PRELUDE = """
+import sys, time, statistics
+if {src!r}:
+    sys.path.insert(0, {src!r})  # a baseline's src/ ahead of the installed dpkit
+import numpy as np
+import _harness as H
+n = {n}
+prefault = H.prefault_memory({gib})
+"""
+
+_TIMED = """
+ts, call_peak, rss_before = [], None, None
+for i in range({repeats}):
+    start = H.current_rss_bytes()
+    H.reset_peak_rss()
+    t = time.perf_counter()
+    out = CALL()
+    ts.append(time.perf_counter() - t)
+    if call_peak is None:
+        call_peak, rss_before = H.peak_rss_bytes() - start, start
+    del out
+RESULT = {{"n": n, "median_s": statistics.median(ts), "runs": ts, "call_peak_bytes": call_peak,
+          "rss_before_bytes": rss_before, "input_bytes": 8 * n, "prefault": prefault, **EXTRA}}
+"""
+
+_NUMPY = """
 rng = np.random.default_rng(1)
-n = {n}
-rng.laplace(0, 1, n)
-ts = []
-for _ in range({repeats}):
-    t = time.perf_counter(); rng.laplace(0, 1.0, n); ts.append(time.perf_counter() - t)
-RESULT = {{"n": n, "median_s": statistics.median(ts)}}
-"""),
-    "numpy normal": ("numpy", """
-import numpy as np, time, statistics
-rng = np.random.default_rng(1)
-n = {n}
-rng.normal(0, 1, n)
-ts = []
-for _ in range({repeats}):
-    t = time.perf_counter(); rng.normal(0, 1.0, n); ts.append(time.perf_counter() - t)
-RESULT = {{"n": n, "median_s": statistics.median(ts)}}
-"""),
-    "dpkit Laplace (secure, grid-safe)": ("dpkit", """
-import numpy as np, time, statistics
-from dpkit.mechanisms import Laplace
-n = {n}
-x = np.random.default_rng(0).normal(size=n) * 100
-m = Laplace(sensitivity=1.0, epsilon=1.0, dimension=n)
-m.release(x)
-ts = []
-for _ in range({repeats}):
-    t = time.perf_counter(); r = m.release(x); ts.append(time.perf_counter() - t)
-RESULT = {{"n": n, "median_s": statistics.median(ts), "scale": r.scale, "guarantee": str(r.guarantee)}}
-"""),
-    "dpkit Gaussian (secure, grid-safe)": ("dpkit", """
-import numpy as np, time, statistics
-from dpkit.mechanisms import Gaussian
-n = {n}
-x = np.random.default_rng(0).normal(size=n) * 100
-m = Gaussian(sensitivity=1.0, sigma=1.0, dimension=n)
-m.release(x)
-ts = []
-for _ in range({repeats}):
-    t = time.perf_counter(); r = m.release(x); ts.append(time.perf_counter() - t)
-RESULT = {{"n": n, "median_s": statistics.median(ts), "scale": r.scale, "guarantee": str(r.guarantee)}}
-"""),
+rng.{method}(0, 1.0, 10_000)
+CALL = lambda: rng.{method}(0, 1.0, n)
+EXTRA = {{}}
+"""
+
+_DPKIT = """
+import dpkit
+from dpkit.mechanisms import {cls}
+from dpkit.random import {sampler}
+x = np.random.default_rng(0).normal(size=n)
+x *= 100  # in place: the input is 8 n bytes, nothing else
+m = {cls}(sensitivity=1.0, {param}=1.0, dimension=n)
+{sampler}(m.noise_grid_scale, 10_000)  # warm-up: the sampler's tables for this scale
+CALL = lambda: m.release(x)
+EXTRA = {{"guarantee": str(m.guarantee), "dpkit_path": dpkit.__file__}}
+"""
+
+PEERS = {
     "OpenDP make_laplace (vector)": ("opendp", """
 import time, statistics
 import opendp.prelude as dp
@@ -127,51 +142,133 @@ for _label, _dist, _module, _cls, _args, _call in [
     ("python-dp GaussianMechanism.add_noise", "pydp", "pydp.algorithms.numerical_mechanisms", "GaussianMechanism",
      "epsilon=1.0, delta=1e-5, sensitivity=1.0", "add_noise"),
 ]:
-    SNIPPETS[_label] = (_dist, _PER_VALUE.format(module=_module, cls=_cls, args=_args, call=_call))
+    PEERS[_label] = (_dist, _PER_VALUE.format(module=_module, cls=_cls, args=_args, call=_call))
 
-LIMIT = {"laplace": "numpy laplace", "gaussian": "numpy normal"}
+FAMILIES = {
+    "laplace": {"numpy": "laplace", "cls": "Laplace", "param": "epsilon", "sampler": "discrete_laplace"},
+    "gaussian": {"numpy": "normal", "cls": "Gaussian", "param": "sigma", "sampler": "discrete_gaussian"},
+}
+
+
+def _rows(n: int, baseline: str | None, baseline_label: str) -> list[tuple[str, str, str]]:
+    """(family, label, code) for one size, in the order a round runs them."""
+    gib = round(2 * 8 * n / 2**30 + 0.25, 2)  # input + output, the same in every subprocess
+    rows = []
+    for family, f in FAMILIES.items():
+        rows.append((family, f"numpy {f['numpy']}", _PRELUDE.format(src="", n=n, gib=gib)
+                     + _NUMPY.format(method=f["numpy"])))
+        dpkit = _DPKIT.format(cls=f["cls"], param=f["param"], sampler=f["sampler"])
+        rows.append((family, f"dpkit {f['cls']} (secure, grid-safe)", _PRELUDE.format(src="", n=n, gib=gib) + dpkit))
+        if baseline:
+            rows.append((family, f"dpkit {f['cls']} [{baseline_label}]",
+                         _PRELUDE.format(src=baseline, n=n, gib=gib) + dpkit))
+    return rows
+
+
+def _median(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+def _size(text: str) -> int:
+    return int(float(text))
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=10**7)
+    ap.add_argument("--sizes", default="1e7,1e8", help="comma-separated numbers of values (default 1e7,1e8)")
+    ap.add_argument("--rounds", type=int, default=5, help="alternating rounds (default 5)")
+    ap.add_argument("--repeats", type=int, default=3, help="timed calls per subprocess (median kept)")
     ap.add_argument("--n-peer", type=int, default=10**5)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--baseline-src", default=None, help="a src/ directory to time as the baseline")
+    ap.add_argument("--baseline-label", default="baseline")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
-    results = {}
-    for label, (module, code) in SNIPPETS.items():
-        res = H.run_isolated(code.format(n=args.n, n_peer=args.n_peer, repeats=args.repeats), label=label,
-                             timeout_s=900, memory_gib=12)
-        if not res.get("ok") and "No module named" in str(res.get("error", "")) + str(res.get("stderr_tail", "")):
-            res = {"ok": False, "error": f"{module} not installed"}
-        results[label] = res
-    rate = {k: (v["result"]["n"] / v["result"]["median_s"]) if v.get("ok") else None for k, v in results.items()}
-    rows = []
-    for label, r in rate.items():
-        family = "gaussian" if ("normal" in label or "aussian" in label) else "laplace"
-        limit = rate[LIMIT[family]]
-        ratio = f"{r / limit:.3f}" if r and limit else "-"
-        info = results[label]
-        note = info["result"].get("guarantee", "") if info.get("ok") else info.get("error", "")
-        peak = H.fmt_bytes(info.get("peak_rss_bytes")) if info.get("ok") else "-"
-        rows.append([label, f"{info['result']['n']:,}" if info.get("ok") else "-",
-                     f"{r / 1e6:.3f} M/s" if r else "failed", ratio, peak, note])
-    table = H.markdown_table(["release", "n", "draws/s (median)", "vs NumPy raw", "peak RSS", "note"], rows)
-    bars = []
-    for family, dp_label in (("laplace", "dpkit Laplace (secure, grid-safe)"), ("gaussian", "dpkit Gaussian (secure, grid-safe)")):
-        r, limit = rate[dp_label], rate[LIMIT[family]]
-        peers = [v for k, v in rate.items() if v and not k.startswith(("dpkit", "numpy")) and
-                 (("aussian" in k) == (family == "gaussian"))]
-        ok_third = bool(r and limit and r >= limit / 3)
-        ok_peers = bool(r and all(r > p for p in peers))
-        bars.append(f"- {family}: >= 1/3 of NumPy: {'met' if ok_third else 'NOT met'}; faster than every peer: "
-                    f"{'met' if ok_peers else 'NOT met'}")
-    env = H.environment(["numpy", "randomgen", "opendp", "diffprivlib", "python-dp"])
-    md = "# Mechanism release throughput\n\n" + table + "\n\n" + "\n".join(bars) + "\n\n" + H.environment_markdown(env)
-    print(md)
-    if not args.no_write:
-        H.write_report("mechanisms", markdown=md, data={"results": results}, env=env)
+    sizes = [_size(s) for s in args.sizes.split(",")]
+    baseline = str(Path(args.baseline_src).resolve()) if args.baseline_src else None
+    load = {"start": list(os.getloadavg())}
+    runs: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    families: dict[str, str] = {}
+    for r in range(args.rounds):
+        for n in sizes:
+            for family, label, code in _rows(n, baseline, args.baseline_label):
+                families[label] = family
+                res = H.run_isolated(code + _TIMED.format(repeats=args.repeats),
+                                     label=f"{label} n={n} round {r}", timeout_s=1200, memory_gib=16)
+                runs.setdefault((n, label), []).append(res)
+                status = (f"{n / res['result']['median_s'] / 1e6:.1f} M/s" if res.get("ok")
+                          else res.get("error", "failed"))
+                print(f"round {r + 1}/{args.rounds}  n={n:,}  {label}: {status}", file=sys.stderr, flush=True)
+    load["end"] = list(os.getloadavg())
+    peers: dict[str, dict[str, Any]] = {}
+    if not args.no_peers:
+        for label, (module, code) in PEERS.items():
+            res = H.run_isolated(code.format(n_peer=args.n_peer, repeats=args.repeats), label=label,
+                                 timeout_s=900, memory_gib=12)
+            if not res.get("ok") and "No module named" in str(res.get("error", "")) + str(res.get("stderr_tail", "")):
+                res = {"ok": False, "error": f"{module} not installed"}
+            peers[label] = res
+
+    def rate(res: dict[str, Any]) -> float | None:
+        return res["result"]["n"] / res["result"]["median_s"] if res.get("ok") else None
+
+    rows, bars, summary = [], [], {}
+    for n in sizes:
+        for family, f in FAMILIES.items():
+            limit_label = f"numpy {f['numpy']}"
+            limit_runs = runs[(n, limit_label)]
+            for label in [lb for (m, lb) in runs if m == n and families[lb] == family]:
+                rs = runs[(n, label)]
+                rates = [x for x in (rate(res) for res in rs) if x]
+                ratios = [a / b for a, b in ((rate(x), rate(y)) for x, y in zip(rs, limit_runs)) if a and b]
+                ok = [res for res in rs if res.get("ok")]
+                peak = _median([res["result"]["call_peak_bytes"] for res in ok if res["result"].get("call_peak_bytes")])
+                total = _median([res["peak_rss_bytes"] for res in ok if res.get("peak_rss_bytes")])
+                mult = peak / (8 * n) if peak else None
+                med_rate, med_ratio = _median(rates), _median(ratios)
+                summary[f"{label} n={n}"] = {"rate": med_rate, "ratio": med_ratio, "call_peak_x_input": mult,
+                                              "rates": rates, "ratios": ratios}
+                note = ok[0]["result"].get("guarantee", "") if ok else (rs[0].get("error", "") if rs else "")
+                rows.append([label, f"{n:,}",
+                             f"{med_rate / 1e6:.1f} M/s" if med_rate else "failed",
+                             f"{min(rates) / 1e6:.1f}-{max(rates) / 1e6:.1f}" if rates else "-",
+                             f"{med_ratio:.3f}" if med_ratio else "-",
+                             H.fmt_bytes(peak), f"{mult:.2f}x" if mult else "-", H.fmt_bytes(total), note])
+                if label.startswith("dpkit") and "[" not in label:
+                    met = bool(med_ratio and med_ratio >= 0.5)
+                    mem_ok = bool(mult and mult <= 2.0)
+                    bars.append(f"- {family}, n = {n:,}: >= 0.5x NumPy (median of {len(ratios)} alternating "
+                                f"rounds): {'met' if met else 'NOT met'} ({med_ratio:.3f}); memory <= 2x the "
+                                f"input: {'met' if mem_ok else 'NOT met'} ({mult:.2f}x)" if med_ratio and mult else
+                                f"- {family}, n = {n:,}: no result")
+    table = H.markdown_table(["release", "n", "draws/s (median)", "range over rounds (M/s)",
+                              "vs NumPy (median of rounds)", "call peak above start", "x input",
+                              "process peak RSS", "note"], rows)
+    peer_rows = []
+    for label, res in peers.items():
+        r = rate(res)
+        peer_rows.append([label, f"{res['result']['n']:,}" if res.get("ok") else "-",
+                          f"{r / 1e6:.3f} M/s" if r else "failed", H.fmt_bytes(res.get("peak_rss_bytes"))
+                          if res.get("ok") else "-", "" if res.get("ok") else res.get("error", "")])
+    peer_rates = {label: r for label, r in ((lb, rate(res)) for lb, res in peers.items()) if r}
+    for family, f in FAMILIES.items():
+        ours = [v["rate"] for k, v in summary.items() if k.startswith(f"dpkit {f['cls']} (secure") and v.get("rate")]
+        theirs = [r for lb, r in peer_rates.items() if ("aussian" in lb) == (family == "gaussian")]
+        if ours and theirs:
+            bars.append(f"- {family}: faster than every peer: {'met' if min(ours) > max(theirs) else 'NOT met'}")
+    md = ("# Mechanism release throughput and memory\n\n" + table + "\n\n" + "\n".join(bars) + "\n\n"
+          + (H.markdown_table(["peer", "n", "draws/s (median)", "peak RSS", "note"], peer_rows) + "\n\n"
+             if peer_rows else "")
+          + f"- {args.rounds} alternating rounds, {args.repeats} timed calls per subprocess; load average "
+          f"(1/5/15 min) at start {[round(v, 2) for v in load['start']]}, at end "
+          f"{[round(v, 2) for v in load['end']]}\n"
+          + (f"- baseline rows: `{args.baseline_label}` from `{baseline}`\n" if baseline else "")
+          + "\n" + H.environment_markdown(env := H.environment(["randomgen"])))
+    if args.no_write:
+        print(md)
+    else:  # write_report prints it too
+        H.write_report("mechanisms", markdown=md, data={"runs": {f"{k[1]} n={k[0]}": v for k, v in runs.items()},
+                                                         "peers": peers, "summary": summary, "load": load}, env=env)
     return 0
 
 

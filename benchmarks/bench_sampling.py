@@ -58,9 +58,13 @@ SAMPLER_ROWS = [
     ("discrete_laplace", "discrete_laplace", "scale=1", "np_laplace"),
     ("discrete_laplace_100", "discrete_laplace", "scale=100", "np_laplace"),
     ("discrete_laplace_1e7", "discrete_laplace", "scale=1e7", "np_laplace"),
+    # the grid scale of a 10^7-value Laplace release (sensitivity 1, epsilon 1): the split path
+    ("discrete_laplace_2e10", "discrete_laplace", "scale=2**34+10**7", "np_laplace"),
     ("geometric", "geometric", "scale=10", "np_geometric"),
     ("discrete_gaussian", "discrete_gaussian", "sigma=1", "np_normal"),
     ("discrete_gaussian_100", "discrete_gaussian", "sigma=100", "np_normal"),
+    # about the grid sigma of a 10^7-value Gaussian release (sigma 1): bins of width 2**14
+    ("discrete_gaussian_4e6", "discrete_gaussian", "sigma=2**22", "np_normal"),
     ("bernoulli_exp", "bernoulli_exp", "gamma=0.5", "np_random"),
     ("bernoulli_exp_array", "bernoulli_exp", "gamma per draw, U[0,2)", "np_random"),
 ]
@@ -122,9 +126,11 @@ def child_row(key: str, generator: str | None, n: int, repeats: int, prefault_gi
         "discrete_laplace": lambda: dr.discrete_laplace(1.0, n, rng=rng),
         "discrete_laplace_100": lambda: dr.discrete_laplace(100.0, n, rng=rng),
         "discrete_laplace_1e7": lambda: dr.discrete_laplace(1e7, n, rng=rng),
+        "discrete_laplace_2e10": lambda: dr.discrete_laplace(2.0**34 + 1e7, n, rng=rng),
         "geometric": lambda: dr.geometric(10.0, n, rng=rng),
         "discrete_gaussian": lambda: dr.discrete_gaussian(1.0, n, rng=rng),
         "discrete_gaussian_100": lambda: dr.discrete_gaussian(100.0, n, rng=rng),
+        "discrete_gaussian_4e6": lambda: dr.discrete_gaussian(2.0**22, n, rng=rng),
         "bernoulli_exp": lambda: dr.bernoulli_exp(0.5, n, rng=rng),
         "bernoulli_exp_array": lambda: dr.bernoulli_exp(gammas, rng=rng),
     }

@@ -78,11 +78,17 @@ def test_laplace_guarantees_from_pair(eps):
 
 
 def test_laplace_vector_l1():
+    """The noise of a 1000-vector release has the standard deviation sqrt(2) b of its scale.
+
+    20 independent releases give 20,000 values; the sample standard deviation of Laplace noise has a
+    relative standard deviation of sqrt(5 / (4 n)) = 0.0079 (excess kurtosis 3), so the 5% tolerance is
+    6.3 of them (one release of 1000 values, with 10% = 2.8 of them, failed for 1% of seeds)."""
     m = Laplace(sensitivity=1.0, epsilon=1.0, dimension=1000)
     assert float(m.pure_dp().epsilon) <= 1.0
-    r = m.release(np.zeros(1000), rng=insecure_seeded(5))
-    assert r.values.shape == (1000,)
-    assert np.std(r.values) == pytest.approx(math.sqrt(2) * m.scale, rel=0.1)
+    rng = insecure_seeded(5)
+    releases = [m.release(np.zeros(1000), rng=rng).values for _ in range(20)]
+    assert releases[0].shape == (1000,)
+    assert np.std(np.concatenate(releases)) == pytest.approx(math.sqrt(2) * m.scale, rel=0.05)
 
 
 def test_release_carries_scale_interval_and_guarantee():

@@ -25,6 +25,7 @@ from dpkit.random._gaussian import (
     _exact_bin_accept,
     _first_tier,
     _second_tier,
+    _tier1,
 )
 
 N = 10**6
@@ -82,10 +83,24 @@ def _bin_magnitude(tab: _Bins, j: int) -> int:
 @settings(max_examples=40, deadline=None)
 @given(sigma=st.floats(min_value=2.0**-40, max_value=2.0**40), data=st.data())
 def test_tables_are_rigorous(sigma: float, data: st.DataObject) -> None:
-    """W_j >= S f_j, acc_lo <= 2**32 rho_j <= acc_hi, tail weights dominate, alias law = W."""
+    """W_j >= S f_j, acc_lo <= 2**32 rho_j <= acc_hi, tail weights dominate, alias law = W.
+
+    Also the look-up tables of the fast path: ``pick`` is the alias choice (2c -> c, 2c+1 -> alias[c])
+    and ``pick_acc_lo`` is ``acc_lo`` rescaled exactly to the ``u_bits``-bit prefix of U."""
     tab = _bins(sigma)
     w = 1 << tab.b
-    assert sum(tab.weights) == 1 << 32 and min(tab.weights) >= 0
+    assert tab.k_bits + tab.v_bits == 28 and 20 <= tab.u_bits <= 32
+    assert sum(tab.weights) == 1 << 28 and min(tab.weights) >= 0
+    n_out = len(tab.weights)
+    for c in range(1 << tab.k_bits):
+        assert tab.pick[2 * c + 1] == tab.alias[c]
+        assert tab.pick[2 * c] == c or (c >= n_out and tab.thr[c] == 0)  # padding: never kept
+    picked = tab.pick
+    assert np.array_equal(np.abs(tab.pick_half) * 2, tab.base2[picked])
+    assert np.array_equal(np.signbit(tab.pick_half), tab.flip[picked] < 0)
+    assert np.array_equal(tab.pick_ystart, tab.ystart[picked].astype(np.float64))
+    assert np.array_equal(tab.pick_tmin, tab.tmin[picked])
+    assert not tab.tmin[2 * tab.nb :].any()  # tails and dummy: never accepted by tier 0
     k = 1 << tab.k_bits
     implied = [0] * k
     for c in range(k):
@@ -98,6 +113,9 @@ def test_tables_are_rigorous(sigma: float, data: st.DataObject) -> None:
         lo, hi = _f_enclosure(sigma, _bin_magnitude(tab, j))
         wj = tab.weights[j]
         assert tab.scale * hi <= wj  # rho_j <= 1: the envelope dominates
+        # tier 0: below the acceptance probability of the bin's last (least likely) value
+        low, _ = _f_enclosure(sigma, _bin_magnitude(tab, j) + w - 1)
+        assert Fraction(int(tab.tmin[j]), 1 << tab.u_bits) <= tab.scale * low / wj
         assert Fraction(float(tab.acc_lo[j])) <= (1 << 32) * tab.scale * lo / wj
         assert Fraction(float(tab.acc_hi[j])) >= (1 << 32) * tab.scale * hi / wj
     one = 1 << 200
@@ -119,7 +137,9 @@ def test_tables_are_rigorous(sigma: float, data: st.DataObject) -> None:
 def test_float_certificates_are_rigorous(sigma: float, data: st.DataObject) -> None:
     """Accept only if (u + 1) / 2**32 <= p, reject only if u / 2**32 >= p, p = S f(|y|) / W_j.
 
-    ``u`` is drawn next to ``2**32 p``, where the certificates are tight.
+    ``u`` is drawn next to ``2**32 p``, where the certificates are tight; the same for the fast
+    path's first tier (the ``pick_*`` tables and the ``u_bits``-bit prefix it draws) and for the
+    second tier on such a prefix.
     """
     tab = _bins(sigma)
     j = data.draw(st.integers(0, 2 * tab.nb - 1))
@@ -138,17 +158,37 @@ def test_float_certificates_are_rigorous(sigma: float, data: st.DataObject) -> N
         assert Fraction(u + 1, 1 << 32) <= p_lo
     if reject:
         assert Fraction(u, 1 << 32) >= p_hi
+    # the fast path: look-ups through pick (any slot that picks j), a u_bits-bit prefix of U
+    slots = np.flatnonzero(tab.pick == j)
+    assert slots.size
+    k = int(data.draw(st.sampled_from(list(slots))))
+    bits = tab.u_bits
+    near = math.floor(p_lo * (1 << bits))
+    u2 = data.draw(st.integers(max(0, near - 3), min((1 << bits) - 1, near + 3)))
+    ub = np.array([u2], dtype=np.int64)
+    if u2 < tab.pick_tmin[k]:  # tier 0
+        assert Fraction(u2 + 1, 1 << bits) <= p_lo
+    fast = bool(_tier1(tab.acc_lo[[j]] * 2.0 ** (bits - 32), tab.base2[[j]] if tab.b else None, of, tab.h, ub)[0])
+    if fast:
+        assert Fraction(u2 + 1, 1 << bits) <= p_lo
+    accept2, reject2 = (bool(x[0]) for x in _second_tier(tab, jj, of, ub, bits))
+    if accept2:
+        assert Fraction(u2 + 1, 1 << bits) <= p_lo
+    if reject2:
+        assert Fraction(u2, 1 << bits) >= p_hi
 
 
 def test_tails_and_exact_paths_fit() -> None:
     """Tables cut at ~1.2 sigma put ~25% of proposals in the (exact, Python) tails, and halved
-    float thresholds send ~2**-8 of proposals to the exact bin test; the law is unchanged."""
+    integer thresholds of tier 0 with widened float thresholds send ~2**-8 of proposals to the exact
+    bin test; the law is unchanged."""
     for sigma, nb in [(3.3, 4), (1000.0, 600)]:  # w = 1 and w = 2
         tab = _bins(sigma, nb)
         widened = dataclasses.replace(
             tab,
             acc_lo=tab.acc_lo * (1 - 2.0**-8),  # still lower bounds
             acc_hi=tab.acc_hi * (1 + 2.0**-8),  # still upper bounds
+            tmin=tab.tmin // 2,  # still lower bounds: about half the proposals reach tier 1
         )
         samples = _binned_draws(widened, 40_000, insecure_seeded(46))
         result = chi2_gof(samples, gaussian_cdf(sigma), support=_support(sigma))

@@ -22,20 +22,24 @@ a private value; here every output is ``f(n + K)`` for one public f.  Nothing el
 reaches the caller:
 
 * **No failure and no message depends on the value.**  Every finite value is released, whatever
-  its size: values with ``|x / g| < 2^62`` (all but absurd ones) take a vectorised int64 path in
-  which nothing can overflow (``|n| < 2^62`` and ``|K| < 2^62``, the samplers' documented range);
+  its size.  Releases run in chunks of 2^16 values (:func:`noisy_grid_chunked`); a chunk whose
+  ``|n| + |K|`` stays below 2^53 is computed in float64 in place in the output, where every step is
+  exact (:func:`_fast_chunk`); the others go through :func:`noisy_grid`, where values with
+  ``|x / g| < 2^62`` (all but absurd ones) take a vectorised int64 path in which nothing can
+  overflow (``|n| < 2^62`` and ``|K| < 2^62``, the samplers' documented range);
   the others, and integers that a double cannot hold exactly (``|x| > 2^53`` given as Python or
   NumPy integers, or Fractions/Decimals), are computed exactly with Python integers: ``n`` is the
   half-to-even rounding of the exact rational ``x / g``, ``n + K`` is exact, and the conversion to a
   double is Python's correctly rounded ``int / int`` division (``OverflowError`` there becomes
-  ``±inf``).  The two paths compute the same function (both round half to even), so which path a
+  ``±inf``).  The paths compute the same function (all round half to even), so which path a
   value took is not visible in the output.  The refusals that remain concern the *form* of the
   input, not its magnitude (NaN, ±inf, non-numbers, an empty array; non-integers for the integer
   mechanisms); their messages name the problem, never a value or its position.
 * **No warning depends on the value**: the arithmetic runs under ``numpy.errstate(all="ignore")``
   where it may overflow or underflow, so no ``RuntimeWarning`` is emitted for large values.
 * **Timing**: the exact path costs a few microseconds per value with ``|x / g| >= 2^62`` (about
-  2^52 times the sensitivity for Laplace); it is part of the wall-clock channel that the README's
+  2^52 times the sensitivity for Laplace), and a chunk that leaves the float64 path costs a few
+  times more than one that stays; both are part of the wall-clock channel that the README's
   threat model documents, not of what a release returns.
 
 Intervals stay valid
@@ -57,6 +61,7 @@ Mironov 2012 (CCS), Sec 5 (the snapping idea); Canonne, Kamath, Steinke 2020, ar
 
 from __future__ import annotations
 
+import bisect
 import math
 import numbers
 from decimal import Decimal
@@ -331,12 +336,86 @@ def grid_interval(values: NDArray[np.float64], half_width: float, inexact: NDArr
 # ---------------------------------------------------------------------------------------------
 # the shared release path of Laplace and Gaussian
 # ---------------------------------------------------------------------------------------------
+#: Values per chunk of the release path: each chunk's noise, snapping and noising stay in cache.
+_CHUNK = 1 << 16
+
+
+def _fast_chunk(x: NDArray[np.float64], inv: float, grid: float, noise: NDArray[np.int64] | NDArray[np.float64],
+                out: NDArray[np.float64]) -> bool:
+    """``out = (rint(x / grid) + noise) * grid`` in place in float64, where that is exact; else False.
+
+    ``inv = 1 / grid`` is an exact power of two (``grid`` is a normal power of two), so ``x * inv`` is
+    the correctly rounded ``x / grid`` (the same real number) and ``rint`` rounds it half to even, as
+    :func:`noisy_grid` does.  When ``|n| + |K| < 2**53`` over the chunk, ``n`` and ``K`` are exact
+    doubles and so is their sum; when moreover ``(|n| + |K|) grid`` is below the largest double, the
+    product by ``grid`` is exact too (a nonzero multiple of a normal power of two is normal).  Then
+    ``out`` is exactly the noisy grid value :func:`noisy_grid` would return, with nothing inexact.
+    Otherwise (huge values, or ``x / grid`` overflowing to infinity) nothing is claimed, ``False`` is
+    returned, and the caller recomputes the chunk with :func:`noisy_grid`.  Values of either sign of
+    zero come out as ``+0.0``, like the int64 path's.
+    """
+    np.multiply(x, inv, out=out)
+    np.rint(out, out=out)
+    top = max(-float(out.min()), float(out.max()))  # max |n|; inf if x / grid overflowed
+    if not top < EXACT_DOUBLE:
+        return False
+    bound = int(top) + max(-int(noise.min()), int(noise.max()))  # >= |n + K|; exact (int, or float < 2**53)
+    if bound >= EXACT_DOUBLE or float(bound) * grid >= _MAX_DOUBLE:
+        return False
+    np.add(out, noise, out=out)  # exact: integers below 2**53 and their sum
+    out *= grid  # exact: a multiple of grid below the largest double
+    return True
+
+
+def noisy_grid_chunked(floats: NDArray[np.float64], exact: dict[int, Fraction], grid: float,
+                       sample: Any, rng: Any) -> tuple[NDArray[np.float64], NDArray[np.bool_] | None]:
+    """:func:`noisy_grid` with the noise drawn by ``sample(m, rng)``, ``_CHUNK`` values at a time.
+
+    ``sample`` returns ``m`` integers: an integer array, or a float64 array whose entries are exact
+    integers (:func:`dpkit.random._gaussian.gaussian_noise`; it switches to int64 for a draw of
+    ``2**53`` or more), which the fast path adds to the doubles without a conversion.
+
+    The same function of the values and the noise as :func:`noisy_grid` (the noise of value ``i`` is
+    the ``i``-th draw), computed chunk by chunk into one output array: each chunk draws its noise,
+    then snaps and noises in place in the output (:func:`_fast_chunk`), or, where that is not exact
+    (values or noise of ``2**53`` grid units and more, a subnormal grid, exact entries), goes through
+    :func:`noisy_grid`.  Memory: the output plus a few chunk-sized temporaries, never a copy of the
+    input.  Which path a chunk took is not visible in the output (both compute ``fl((n + K) g)``).
+    """
+    flat = floats.reshape(-1)
+    n = flat.size
+    out = np.empty(n, dtype=np.float64)
+    inexact: NDArray[np.bool_] | None = None
+    normal = grid >= _TINY_NORMAL
+    inv = 1.0 / grid  # exact for a normal power of two
+    keys = sorted(exact) if exact else []
+    with np.errstate(all="ignore"):
+        for start in range(0, n, _CHUNK):
+            stop = min(start + _CHUNK, n)
+            noise = np.asarray(sample(stop - start, rng)).reshape(-1)
+            if noise.dtype != np.float64:
+                noise = noise.astype(np.int64, copy=False)
+            piece = out[start:stop]
+            lo, hi = bisect.bisect_left(keys, start), bisect.bisect_left(keys, stop)
+            if lo == hi and normal and _fast_chunk(flat[start:stop], inv, grid, noise, piece):
+                continue
+            chunk_exact = {i - start: exact[i] for i in keys[lo:hi]}
+            values, mask = noisy_grid(flat[start:stop], chunk_exact, grid, noise.astype(np.int64, copy=False))
+            piece[...] = values
+            if mask is not None:
+                if inexact is None:
+                    inexact = np.zeros(n, dtype=bool)
+                inexact[start:stop] = mask
+    return out, inexact
+
+
 def release_on_grid(mechanism, value, *, rng, confidence: float, norm: str,  # type: ignore[no-untyped-def]
                     sample, noise_half_width):
     """The shared release path of grid-snapped mechanisms (Laplace, Gaussian).
 
-    Validates the values (finite, the mechanism's dimension), adds ``sample(size, rng)`` integer
-    noise on ``mechanism.grid`` exactly (:func:`noisy_grid`), and returns a
+    Validates the values (finite, the mechanism's dimension), adds integer noise drawn by
+    ``sample(m, rng)`` (``m`` values at a time, in order) on ``mechanism.grid`` exactly
+    (:func:`noisy_grid_chunked`), and returns a
     :class:`~dpkit.mechanisms.Release` whose interval half-width is ``noise_half_width(confidence)``
     grid units plus half a unit for the rounding of the input (:class:`GridInterval`).  ``norm``
     names the sensitivity in the error message ("l1" or "l2").  ``insecure`` is checked before and
@@ -351,14 +430,12 @@ def release_on_grid(mechanism, value, *, rng, confidence: float, norm: str,  # t
     if floats.size != mechanism.dimension:
         raise ValueError(f"this mechanism releases {mechanism.dimension} value(s); got {floats.size}. Build it with "
                          f"dimension=<number of values> and the {norm} sensitivity of the whole vector.")
+    half = (noise_half_width(c) + 0.5) * mechanism.grid
     gen = default_rng() if rng is None else rng
     insecure = is_insecure(gen)
-    noise = np.asarray(sample(floats.size, gen), dtype=np.int64).reshape(-1)
+    out, inexact = noisy_grid_chunked(floats, exact, mechanism.grid, sample, gen)
     insecure = is_insecure(gen) or insecure
-    out, inexact = noisy_grid(floats, exact, mechanism.grid, noise)
-    del noise
     out = out.reshape(floats.shape)
-    half = (noise_half_width(c) + 0.5) * mechanism.grid
     return Release(values=out, scale=mechanism.grid * mechanism.noise_grid_scale, confidence=c,
                    interval=grid_interval(out, half, inexact, mechanism.grid), guarantee=mechanism.guarantee,
                    mechanism=mechanism.name, insecure=insecure,

@@ -19,7 +19,7 @@ from dpkit.guarantees import ApproxDP, PrivacyProfile, ZCDP
 from dpkit.guarantees.conversions import zcdp_to_approx_dp, zcdp_to_profile
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release
 from dpkit.mechanisms._grid import power_of_two_at_most, release_on_grid
-from dpkit.random import discrete_gaussian
+from dpkit.random._gaussian import gaussian_noise
 
 __all__ = ["Gaussian", "analytic_gaussian_sigma", "classical_gaussian_sigma"]
 
@@ -256,7 +256,7 @@ class Gaussian(Mechanism):
         s = self.grid_sigma
         return release_on_grid(
             self, value, rng=rng, confidence=confidence, norm="l2",
-            sample=lambda n, gen: discrete_gaussian(s, size=n, rng=gen),
+            sample=lambda n, gen: gaussian_noise(s, n, gen),  # exact integers as float64
             noise_half_width=lambda c: discrete_gaussian_half_width(s, c),
         )
 

@@ -17,14 +17,14 @@ for ``sigma < 512``) and ``nb = ceil(7.5 sigma / w) + 1``.  The integers are cut
   (about :math:`7.5\sigma`; together less than :math:`10^{-13}` of the mass);
 * a *dummy* outcome that is always rejected.
 
-Every outcome ``j`` gets an integer weight :math:`W_j`, with :math:`\sum_j W_j = 2^{32}`: for a bin,
+Every outcome ``j`` gets an integer weight :math:`W_j`, with :math:`\sum_j W_j = 2^{28}`: for a bin,
 :math:`W_j = \lceil S f_j \rceil \ge S f_j` for one integer scale ``S`` (computed from rigorous
 integer enclosures of :math:`f_j`, :func:`dpkit.random._arith.exp_neg_enclosure`, propagated with
 directed rounding), the tails' weights are given below, and the dummy takes what is left (about
-``2**-16``).  A proposal is:
+``2**-13``).  A proposal is:
 
-1. an outcome ``J`` with :math:`P(J = j) = W_j / 2^{32}`, *exactly*, by Walker's alias method on
-   :math:`2^{k}` columns: ``k`` bits pick the column ``c`` and ``32 - k`` bits ``V`` choose between
+1. an outcome ``J`` with :math:`P(J = j) = W_j / 2^{28}`, *exactly*, by Walker's alias method on
+   :math:`2^{k}` columns: ``k`` bits pick the column ``c`` and ``28 - k`` bits ``V`` choose between
    ``c`` (if ``V < thr[c]``) and ``alias[c]``.  The table is built by Vose's algorithm in integer
    arithmetic and *checked* when built: the law it implies is recomputed and must equal ``W``;
 2. in bin ``j``, an offset ``o`` uniform on ``{0, ..., w - 1}`` (``b`` fresh random bits), giving
@@ -32,7 +32,7 @@ directed rounding), the tails' weights are given below, and the dummy takes what
    (:func:`dpkit.random._geometric._geometric_draws`, scale :math:`s_T \ge \sigma^2/T`) and
    :math:`T_+ = T`, :math:`T_- = T + 1`.
 
-So :math:`P(Y = y) = W_j / (2^{32} w)` in bin ``j`` and :math:`W_\pm (1 - q) q^g / 2^{32}` in a
+So :math:`P(Y = y) = W_j / (2^{28} w)` in bin ``j`` and :math:`W_\pm (1 - q) q^g / 2^{28}` in a
 tail, :math:`q = e^{-1/s_T}`.  ``Y`` is accepted with probability
 
 .. math::
@@ -44,14 +44,30 @@ where :math:`\rho_j = S f_j / W_j` and :math:`\delta = (y^2 - m_j^2)/(2\sigma^2)
 the smallest :math:`|k|` in the bin.  The tail weights are :math:`W_\pm \ge S f(T_\pm)/(w(1 - q))`,
 which keeps the tail ratio at most 1 because
 :math:`f(T_\pm + g) \le f(T_\pm) e^{-T_\pm g/\sigma^2} \le f(T_\pm) q^g`.  In every case
-:math:`P(Y = y) \cdot P(\text{accept} \mid y) = f(y) \cdot S / (2^{32} w)`, proportional to
-:math:`f(y)`: accepted proposals are exact, independent draws (kept in proposal order).  The
-acceptance rate is about ``1 - (w - 1) / (2.5 sigma) - 2**-16``, above 0.998 for every ``sigma``.
+:math:`P(Y = y) \cdot P(\text{accept} \mid y) = f(y) \cdot S / (2^{28} w)`, proportional to
+:math:`f(y)`: accepted proposals are exact, independent draws.  Each output position takes one
+proposal and, if it is rejected, the first accepted one of a fresh independent sequence (the
+rejected positions are drawn again together), so the positions hold independent exact draws.  The
+acceptance rate is about ``1 - (w - 1) / (2.5 sigma) - 2**-13``, above 0.998 for every ``sigma``.
 
 Deciding acceptance exactly
 ---------------------------
-One uniform ``U`` per proposal, of which 32 bits are drawn; accept iff
-:math:`U < \rho_j e^{-\delta}`.
+One uniform ``U`` per proposal, of which a prefix ``u`` of ``u_bits`` bits is drawn (32, or
+``36 - b >= 20`` when the offset shares the word: :math:`U \in [u, u + 1) / 2^{u\_bits}`); accept
+iff :math:`U < \rho_j e^{-\delta}`.
+
+* *Tier 0* accepts if ``u < tmin[j]``, one integer comparison, where
+  ``tmin[j] = floor(2**u_bits S f_lo / W_j)`` and ``f_lo`` is a lower enclosure of the smallest
+  pmf value in the bin (``f(jw)`` for width 1 on the positive side, else ``f((j + 1) w)``, which is
+  at most the value at the bin's largest ``|k|``): then
+  :math:`U < (u + 1)/2^{u\_bits} \le S f(y) / W_j` for every ``y`` in the bin.  It decides all but
+  about ``w E|Y| / sigma**2 + 2**-13`` of the proposals (0.1-0.3%); tails and the dummy have
+  ``tmin = 0``.
+
+The proposals tier 0 leaves go through the float tiers and the exact test below, written here in
+units of ``2**-32`` of ``U``; with a shorter prefix ``u`` and ``u + 1`` are rescaled by
+``2**(32 - u_bits)`` (or the tables by ``2**(u_bits - 32)``): exact power-of-two scalings, which
+commute with every rounding below (no value is subnormal).
 Per bin, floats ``acc_lo <= 2**32 rho_j (1 - 2**-40)`` and ``acc_hi >= 2**32 rho_j (1 + 2**-40)``
 are tabulated from the integer enclosures.  With ``u`` the 32-bit prefix (:math:`U \in
 [u, u + 1) / 2^{32}`) and :math:`\hat\delta = \mathrm{fl}(\mathrm{fl}(o \cdot (2 m_j + o)) \cdot
@@ -64,22 +80,24 @@ integers below ``2**53``, so exact), :math:`|\hat\delta - \delta| \le 3.01\,u_{5
 * *Accept* if ``u + 1 <= acc_lo * fl(1 - delta_hat)``: since :math:`1 - \delta \le e^{-\delta}` and
   the three roundings plus the error in :math:`\hat\delta` change the product by a factor at most
   :math:`(1 + u_{53})^2 (1 + 1.01 u_{53}) < 1 + 2^{-40}`, the right side is at most
-  :math:`2^{32}\rho_j e^{-\delta}`.  About 99% of proposals are decided here.
+  :math:`2^{32}\rho_j e^{-\delta}`.
 * Otherwise (a few percent), *reject* if ``u >= acc_hi * P2`` and *accept* if
   ``u + 1 <= acc_lo * P3``, with the floats :math:`P_2 = 1 - \hat\delta(1 - \hat\delta/2)`
   and :math:`P_3 = 1 - \hat\delta(1 - \hat\delta(1/2 - \hat\delta/6))` (Taylor:
   :math:`P_3(\delta) \le e^{-\delta} \le P_2(\delta)`; both polynomials are decreasing with slope at
   most 1 on :math:`[0, 1/4]`, so the error of :math:`\hat\delta` and the roundings move them by a
   relative :math:`\ll 2^{-40}`).
-* What is left (:math:`U` within about :math:`\delta^3/6 + 2^{-32}` of the threshold; well under
-  ``1e-6`` of proposals, none in ``10**7`` at ``sigma = 1024``) is decided exactly in Python:
+* What is left (:math:`U` within about :math:`\delta^3/6 + 2^{-u\_bits}` of the threshold; one or
+  two proposals in ``10**6`` at ``u_bits = 21``) is decided exactly in Python:
   ``U`` is extended with fresh random words (:class:`~dpkit.random._arith.LazyUniform`) and
   compared with integer enclosures of :math:`S f(y) / W_j`.  Tail proposals (about ``1e-13`` of
   them) and their acceptance are always exact in Python; the dummy is always rejected.
 
-Random bits per proposal: one 64-bit word (column, ``V`` and ``U``) and, when ``w > 1``, ``b <= 32``
-bits of a 32-bit word for the offset.  The tables (at most 8,192 columns) are built once per
-``sigma`` in exact integer arithmetic (a few to tens of milliseconds) and cached.
+Random bits per proposal: one 64-bit word holding ``V`` and the column (bits 0-27), the offset
+(bits 28 to ``28 + b - 1``, when ``1 <= b <= 16``) and ``U``'s prefix (the top ``u_bits`` bits);
+for ``b > 16`` the offset is the top ``b`` bits of half of another word and ``u_bits = 32``
+(:func:`_binned_fill`).  The tables (at most 8,192 columns) are built once per ``sigma`` in exact
+integer arithmetic (a few to tens of milliseconds) and cached.
 
 This replaces CKS 2020 Algorithm 3 (discrete Laplace proposals and a Bernoulli(:math:`e^{-\gamma}`)
 acceptance per draw): same exact law, several times faster because a proposal costs one table
@@ -89,7 +107,7 @@ look-up instead of an exact discrete Laplace draw and the acceptance almost alwa
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
 
@@ -107,6 +125,9 @@ _MIN_SIGMA = 2.0**-40
 _MAX_SIGMA = 2.0**40
 _BLOCK = 1 << 16  # proposals per vectorised block
 _WIDTH_SHIFT = 8  # bin width w = 2**b <= sigma / 2**_WIDTH_SHIFT
+_ALIAS_BITS = 28  # the alias law is in units of 2**-28: bits 0-27 of a proposal's word
+_ONE_WORD_B = 16  # up to this b, the offset and a >= 20-bit U share the proposal's word
+_SLACK = 2.0**-13  # envelope mass left to the dummy: covers rounding up <= 2**13 weights
 
 
 _BIN_PREC = 128  # fixed-point bits of the table enclosures
@@ -135,6 +156,34 @@ class _Bins:
     h: float  # nearest float to 1 / (2 sigma^2)
     tail_scale: float  # geometric scale of the tail envelope, >= sigma^2 / T
     tail_start: int  # T = nb * w
+    u_bits: int  # bits of the acceptance uniform U drawn with each proposal (20 to 32)
+    tmin: NDArray[np.int64]  # <= 2**u_bits S min_{y in bin j} f(y) / W_j; 0 for tails and dummy
+    # Derived in __post_init__ (so dataclasses.replace keeps them consistent): the same tables
+    # indexed by 2 c + (V >= thr[c]), i.e. by column and alias choice, so that a proposal needs one
+    # look-up per quantity and no np.where.  pick[2c] = c, pick[2c + 1] = alias[c].
+    pick: NDArray[np.int64] = field(init=False, repr=False)
+    pick_half: NDArray[np.float64] = field(init=False, repr=False)  # +-m_j: the sign of the side
+    pick_ystart: NDArray[np.float64] = field(init=False, repr=False)  # exact integers
+    pick_tmin: NDArray[np.int64] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        n_bins = self.acc_lo.size
+        columns = np.arange(self.thr.size, dtype=np.int64)
+        # A padding column (no outcome of its own) has thr = 0, so its "keep" half is never picked;
+        # it points at the dummy, whose acceptance is 0, to keep every index valid.
+        keep = np.where(columns < n_bins, columns, n_bins - 1)
+        pick = np.empty(2 * self.thr.size, dtype=np.int64)
+        pick[0::2], pick[1::2] = keep, self.alias
+        side = np.where(self.flip < 0, -1.0, 1.0)  # negative bins have m_j >= 1: the sign survives
+        derived = {
+            "pick": pick,
+            "pick_half": (side * (self.base2 * 0.5))[pick],
+            "pick_ystart": self.ystart[pick].astype(np.float64),
+            "pick_tmin": self.tmin[pick],
+        }
+        for name, value in derived.items():
+            value.flags.writeable = False
+            object.__setattr__(self, name, value)
 
 
 def _mul_lo(x: int, y: int, prec: int) -> int:
@@ -188,7 +237,7 @@ def _bins(sigma: float, nb: int | None = None) -> _Bins:
         nb = math.ceil(_REACH * sigma / w) + 1
     n_bins = 2 * nb + 3  # + tail+, tail-, dummy
     k_bits = max(1, (n_bins - 1).bit_length())
-    v_bits = 32 - k_bits
+    v_bits = _ALIAS_BITS - k_bits
     prec = _BIN_PREC
     one = 1 << prec
     two_s2 = 2 * s2
@@ -221,13 +270,13 @@ def _bins(sigma: float, nb: int | None = None) -> _Bins:
         w * (one - q_hi)
     )
     total = 1 << (k_bits + v_bits)
-    scale = math.floor(total * (1 - 2.0**-16) / estimate)
+    scale = math.floor(total * (1 - _SLACK) / estimate)
     while True:
         weights = [-((-scale * hi) >> prec) for _, hi in maxima]  # ceil(S f_hi)
         weights += [-((-scale * hi) // (w * (one - q_hi))) for _, hi in tails]
         if sum(weights) <= total:
             break
-        scale -= scale >> 10  # pragma: no cover - the estimate leaves 2**-16 of slack
+        scale -= scale >> 10  # pragma: no cover - the estimate leaves 2**-13 of slack
     weights.append(total - sum(weights))  # dummy: always rejected
     thr, alias = _alias_table(weights, k_bits, v_bits)
 
@@ -236,9 +285,16 @@ def _bins(sigma: float, nb: int | None = None) -> _Bins:
     y0 = np.zeros(n_bins, dtype=np.int64)
     flip = np.zeros(n_bins, dtype=np.int64)
     base2 = np.zeros(n_bins)
+    u_bits = min(32, 36 - b) if b <= _ONE_WORD_B else 32
+    tmin = np.zeros(n_bins, dtype=np.int64)
     for j in range(2 * nb):
         lo, hi = maxima[j]
         wj = weights[j] << prec
+        # Tier 0: the smallest pmf value in the bin is f(jw) (w = 1, positive side) or else at least
+        # f((j+1)w) (the bin's largest |k| is (j+1)w - 1 or (j+1)w), pos[j + 1] in both cases; so
+        # U < tmin / 2**u_bits implies U < S f(y) / W_j for every y of the bin.
+        low = pos[j % nb][0] if (w == 1 and j < nb) else pos[j % nb + 1][0]
+        tmin[j] = (scale * low << u_bits) // wj
         # rho_j = S f_j / W_j lies in [S lo, S hi] / (W_j 2**prec) and is <= 1.  n_lo <= 2**92 rho_j
         # <= n_hi; int -> float and the product each round by at most u = 2**-53, so with the
         # factor 1 -/+ 2**-39 the floats are <= / >= 2**32 rho_j (1 -/+ 2**-40).
@@ -256,7 +312,7 @@ def _bins(sigma: float, nb: int | None = None) -> _Bins:
     assert b == 0 or Fraction(w * (2 * tail_start + w)) / two_s2 <= Fraction(1, 4)
     arrays = [thr_a := np.array(thr, dtype=np.int64), alias_a := np.array(alias, dtype=np.int64)]
     ystart = y0 + flip
-    for arr in (*arrays, acc_lo, acc_hi, y0, flip, ystart, base2):
+    for arr in (*arrays, acc_lo, acc_hi, y0, flip, ystart, base2, tmin):
         arr.flags.writeable = False
     return _Bins(
         s2=s2,
@@ -277,11 +333,15 @@ def _bins(sigma: float, nb: int | None = None) -> _Bins:
         h=float(1 / two_s2),
         tail_scale=tail_scale,
         tail_start=tail_start,
+        u_bits=u_bits,
+        tmin=tmin,
     )
 
 
-def _exact_bin_accept(tab: _Bins, j: int, y: int, u32: int, rng: np.random.Generator) -> bool:
-    """Decide ``U < f(|y|) S / W_j`` exactly, ``U`` having the 32-bit prefix ``u32``."""
+def _exact_bin_accept(
+    tab: _Bins, j: int, y: int, u32: int, rng: np.random.Generator, u_bits: int = 32
+) -> bool:
+    """Decide ``U < f(|y|) S / W_j`` exactly, ``U`` having the ``u_bits``-bit prefix ``u32``."""
     x = Fraction(y * y) / (2 * tab.s2)
     num, den = tab.scale, tab.weights[j]
 
@@ -289,7 +349,7 @@ def _exact_bin_accept(tab: _Bins, j: int, y: int, u32: int, rng: np.random.Gener
         e_lo, e_hi = exp_neg_enclosure(x, prec + 64)
         return (e_lo * num) // (den << 64), -((-e_hi * num) // (den << 64))
 
-    return LazyUniform(u32, 32, rng).less_than(enclose)
+    return LazyUniform(u32, u_bits, rng).less_than(enclose)
 
 
 def _tail_draw(tab: _Bins, negative: bool, rng: np.random.Generator) -> int | None:
@@ -325,99 +385,212 @@ def _delta_hat(tab: _Bins, j: NDArray[np.int64], of: NDArray[np.float64]) -> NDA
     return delta
 
 
+def _tier1(acc_lo: NDArray[np.float64], base2: NDArray[np.float64] | None, of: NDArray[np.float64] | None,
+           h: float, u: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """``u + 1 <= acc_lo * fl(1 - delta_hat)``, ``delta_hat = fl(fl(fl(2 m_j + o) o) h)``; consumes ``acc_lo``.
+
+    ``base2`` holds ``2 m_j`` (its absolute value is used) and ``of`` the offsets, both exact
+    integers below ``2**53``; ``None`` when the bins have width 1 (``delta = 0``).  ``u`` is the
+    prefix of ``U`` in the units of ``acc_lo`` (below ``2**36``, so ``u + 1`` is exact).
+    """
+    if of is not None and base2 is not None:
+        delta = np.abs(base2)
+        delta += of  # exact
+        delta *= of
+        delta *= h
+        np.subtract(1.0, delta, out=delta)
+        acc_lo *= delta
+    u1 = u.astype(np.float64)
+    u1 += 1.0  # U < u1 / 2**u_bits
+    return np.less_equal(u1, acc_lo)
+
+
 def _first_tier(
     tab: _Bins, j: NDArray[np.int64], of: NDArray[np.float64] | None, u: NDArray[np.int64]
 ) -> NDArray[np.bool_]:
-    """Proposals certified accepted: ``u + 1 <= acc_lo * fl(1 - delta_hat)`` (module docstring)."""
-    u1 = u.astype(np.float64)
-    u1 += 1.0  # U < u1 / 2**32
-    t = np.take(tab.acc_lo, j)
-    if of is not None:
-        one_minus = _delta_hat(tab, j, of)
-        np.subtract(1.0, one_minus, out=one_minus)
-        t *= one_minus
-    return u1 <= t
+    """Proposals certified accepted: ``u + 1 <= acc_lo * fl(1 - delta_hat)``, 32-bit ``u`` (module docstring)."""
+    return _tier1(np.take(tab.acc_lo, j), None if of is None else np.take(tab.base2, j), of, tab.h, u)
 
 
 def _second_tier(
-    tab: _Bins, j: NDArray[np.int64], of: NDArray[np.float64] | None, u: NDArray[np.int64]
+    tab: _Bins, j: NDArray[np.int64], of: NDArray[np.float64] | None, u: NDArray[np.int64],
+    u_bits: int = 32,
 ) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
-    """Certified (accept, reject) from the Taylor bounds P3 <= exp(-delta) <= P2."""
+    """Certified (accept, reject) from the Taylor bounds P3 <= exp(-delta) <= P2.
+
+    ``u`` is a ``u_bits``-bit prefix of ``U``; in the 2**-32 units of the tables ``U`` lies in
+    ``[u 2**(32 - u_bits), (u + 1) 2**(32 - u_bits))``, both ends exact floats.
+    """
     delta = np.zeros(j.size) if of is None else _delta_hat(tab, j, of)
     upper = 1.0 - delta * (1.0 - 0.5 * delta)
     lower = 1.0 - delta * (1.0 - delta * (0.5 - delta * (1.0 / 6.0)))
-    uf = u.astype(np.float64)
+    unit = 2.0 ** (32 - u_bits)
+    uf = u.astype(np.float64) * unit
     reject = uf >= np.take(tab.acc_hi, j) * upper
-    accept = uf + 1.0 <= np.take(tab.acc_lo, j) * lower
+    accept = uf + unit <= np.take(tab.acc_lo, j) * lower
     return accept, reject
 
 
-def _binned_block(tab: _Bins, m: int, rng: np.random.Generator) -> NDArray[np.int64]:
-    """Accepted draws from ``m`` proposals of the binned envelope, in proposal order."""
-    words = rng.integers(0, 1 << 64, size=m, dtype=np.uint64).view(np.int64)
-    # Bits 0..v-1: the alias uniform V; v..31: the column; 32..63: 32 bits of the acceptance U.
-    col = words >> np.int64(tab.v_bits)
-    col &= np.int64((1 << tab.k_bits) - 1)
-    v = words & np.int64((1 << tab.v_bits) - 1)
-    j = np.where(v < np.take(tab.thr, col), col, np.take(tab.alias, col))
-    u = words >> np.int64(32)
-    u &= np.int64(0xFFFFFFFF)
+def _binned_fill(tab: _Bins, out: NDArray[np.int64] | NDArray[np.float64],
+                 rng: np.random.Generator) -> dict[int, int]:
+    """Fill ``out`` with exact draws: one proposal per position, rejected positions drawn again.
+
+    ``out`` is int64, or float64 (the values are integers; the release path adds them to doubles
+    without a conversion).  A float64 ``out`` cannot hold a draw of ``2**53`` or more in magnitude
+    (only a tail proposal can be one, with probability below ``exp(-2**25)`` at the largest
+    ``sigma``): such draws are returned as ``{position: value}`` and their slots in ``out`` are to be
+    ignored; the dictionary is empty otherwise (always for an int64 ``out``).
+
+    Random bits: one 64-bit word per proposal: bits 0..v-1 the alias uniform ``V``, v..27 the
+    column ``c`` (``_ALIAS_BITS = 28``), the acceptance uniform ``U``'s ``u_bits``-bit prefix in the
+    top bits, and, when ``1 <= b <= 16``, the offset ``o`` in bits 28..28+b-1 (then
+    ``u_bits = 36 - b >= 20``); for ``b > 16`` the offset is the top ``b`` bits of half of another
+    word and ``u_bits = 32``.  Disjoint bits of a uniform word are independent and uniform.  The
+    outcome is looked up at ``2 c + (V >= thr[c])`` in the ``pick_*`` tables (Walker's alias choice
+    without a branch).  Tier 0 accepts ``u < tmin[j]`` (one integer comparison; module docstring);
+    the rest go through the float tiers and the exact test.  A position whose proposal is rejected
+    gets a fresh, independent draw (the same procedure on the rejected positions only), so every
+    position holds the first accepted proposal of its own independent sequence of proposals: the
+    draws are independent with exactly the target law, as they are when accepted proposals are
+    kept in order.
+    """
+    m = out.size
+    big: dict[int, int] = {}
+    if m == 0:
+        return big
+    words = rng.integers(0, 1 << 64, size=m, dtype=np.uint64)
+    signed = words.view(np.int64)
+    index = np.right_shift(signed, np.int64(tab.v_bits))
+    index &= np.int64((1 << tab.k_bits) - 1)  # the column c
+    spare = np.bitwise_and(signed, np.int64((1 << tab.v_bits) - 1))  # V
+    keep = np.take(tab.thr, index, mode="clip")  # indices are in range by construction
+    np.greater_equal(spare, keep, out=keep)  # 1 where the alias is taken
+    index <<= np.int64(1)
+    index += keep  # 2 c + (V >= thr[c])
+    u = np.right_shift(words, np.uint64(64 - tab.u_bits)).view(np.int64)  # the top u_bits
+    ok = np.less(u, np.take(tab.pick_tmin, index, out=keep, mode="clip"))  # tier 0
+    pending = None if ok.all() else np.flatnonzero(~ok)
+    floats = out.dtype == np.float64
+    of_pending: NDArray[np.float64] | None = None
     if tab.b:
-        o = rng.integers(0, 1 << 32, size=m, dtype=np.uint32) >> np.uint32(32 - tab.b)
-        of = o.astype(np.float64)
-        y = np.take(tab.y0, j)
-        flip = np.take(tab.flip, j)
-        flip ^= o
-        y += flip  # jw + o, or -jw - 1 - o
+        if tab.b <= _ONE_WORD_B:
+            o = np.right_shift(signed, np.int64(_ALIAS_BITS), out=spare)
+            o &= np.int64((1 << tab.b) - 1)
+        else:
+            halves = rng.integers(0, 1 << 64, size=(m + 1) // 2, dtype=np.uint64).view(np.uint32)[:m]
+            o = np.right_shift(halves, np.uint32(32 - tab.b))
+        y = out if floats else np.empty(m)
+        np.copyto(y, o, casting="unsafe")  # the offsets as floats, exact
+        if pending is not None:
+            of_pending = y[pending]  # a copy, before y becomes the draws
+        half = np.take(tab.pick_half, index, mode="clip")
+        # y = m_j + o on the positive side, -(m_j + o) on the negative one: copysign(o, +-m_j) +
+        # (+-m_j), exact integers below 2**53 (+0.0 keeps bin 0 on the positive side).
+        np.copysign(y, half, out=y)
+        y += half
+        if not floats:
+            np.copyto(out, y, casting="unsafe")
     else:
-        of = None
-        y = np.take(tab.ystart, j)
-    ok = _first_tier(tab, j, of, u)
-    pending = np.flatnonzero(~ok)
-    if pending.size:
-        _settle(tab, pending, j, None if of is None else of[pending], y, u, ok, rng)
-    return y[ok]
+        if floats:
+            np.take(tab.pick_ystart, index, out=out, mode="clip")
+        else:
+            np.copyto(out, np.take(tab.pick_ystart, index, mode="clip"), casting="unsafe")
+    if pending is None:
+        return big
+    j = np.take(tab.pick, index[pending])
+    y_pending = out[pending].astype(np.int64)
+    u_pending = u[pending]
+    # tier 1 on the pending proposals, in the units of U's u_bits-bit prefix (an exact rescaling)
+    accept = _tier1(np.ldexp(np.take(tab.acc_lo, j), tab.u_bits - 32),
+                    None if of_pending is None else np.take(tab.base2, j), of_pending, tab.h, u_pending)
+    rest = np.flatnonzero(~accept)
+    if rest.size:
+        y_rest = y_pending[rest]
+        accept[rest] = _settle(tab, j[rest], None if of_pending is None else of_pending[rest], y_rest,
+                               u_pending[rest], rng, tab.u_bits)
+        y_pending[rest] = y_rest
+    out[pending] = y_pending
+    if floats:
+        for i in np.flatnonzero(accept & (np.abs(y_pending) >= _EXACT_FLOAT)):
+            big[int(pending[i])] = int(y_pending[i])
+    again = pending[~accept]
+    if again.size:
+        redo = np.empty(again.size, dtype=out.dtype)
+        for i, value in _binned_fill(tab, redo, rng).items():
+            big[int(again[i])] = value
+        out[again] = redo
+    return big
+
+
+_EXACT_FLOAT = 2**53
 
 
 def _settle(
     tab: _Bins,
-    idx: NDArray[np.intp],
-    j_all: NDArray[np.int64],
+    j: NDArray[np.int64],
     of: NDArray[np.float64] | None,
     y: NDArray[np.int64],
-    u_all: NDArray[np.int64],
-    ok: NDArray[np.bool_],
+    u: NDArray[np.int64],
     rng: np.random.Generator,
-) -> None:
-    """Decide the proposals ``idx`` that the first tier did not accept (about 1-2% of them)."""
-    j = j_all[idx]
-    accept, reject = _second_tier(tab, j, of, u_all[idx])
-    ok[idx[accept]] = True
+    u_bits: int = 32,
+) -> NDArray[np.bool_]:
+    """Decide proposals that the first tier did not accept (about 1-2% of them); returns the accepted.
+
+    ``u`` holds ``u_bits``-bit prefixes of the acceptance uniforms.  ``y`` is updated in place where a
+    tail proposal is drawn and accepted.
+    """
+    accept, reject = _second_tier(tab, j, of, u, u_bits)
     two_nb = 2 * tab.nb
     for i in np.flatnonzero(~(accept | reject)):
-        k = int(idx[i])
         jj = int(j[i])
         if jj < two_nb:
-            ok[k] = _exact_bin_accept(tab, jj, int(y[k]), int(u_all[k]), rng)
+            accept[i] = _exact_bin_accept(tab, jj, int(y[i]), int(u[i]), rng, u_bits)
         else:  # a tail (the dummy has acc_hi = 0, so the second tier always rejects it)
             assert jj < two_nb + 2
             value = _tail_draw(tab, jj == two_nb + 1, rng)
             if value is not None:
-                y[k] = value
-                ok[k] = True
+                y[i] = value
+                accept[i] = True
+    return accept
 
 
 def _binned_draws(tab: _Bins, n: int, rng: np.random.Generator) -> NDArray[np.int64]:
-    """``n`` exact draws using the tables ``tab``."""
+    """``n`` exact draws using the tables ``tab``, ``_BLOCK`` at a time."""
     out = np.empty(n, dtype=np.int64)
-    filled = 0
-    while filled < n:
-        need = n - filled
-        m = min(_BLOCK, need + (need >> 5) + 16)  # acceptance is above 0.998
-        kept = _binned_block(tab, m, rng)[:need]
-        out[filled : filled + kept.size] = kept
-        filled += kept.size
+    for start in range(0, n, _BLOCK):
+        _binned_fill(tab, out[start : start + _BLOCK], rng)
     return out
+
+
+def gaussian_noise(sigma: float, n: int, rng: np.random.Generator) -> NDArray[np.float64] | NDArray[np.int64]:
+    """``n`` exact discrete Gaussian draws for the release path: float64 holding exact integers.
+
+    The law and the checks are those of :func:`discrete_gaussian`; the draws come as float64 so that
+    the release adds them to doubles without a conversion.  If a draw is ``2**53`` or more in
+    magnitude (probability below ``exp(-2**25)``), the whole array comes back as int64 instead, so
+    that every value is exact whatever its type.
+    """
+    value = check_positive("sigma", sigma)
+    if not (_MIN_SIGMA <= value <= _MAX_SIGMA):
+        raise ValueError(f"sigma must be in [2**-40, 2**40]; got {value}.")
+    generator = check_rng(rng)
+    prime_allocator(n)
+    return _float_draws(_bins(value), n, generator)
+
+
+def _float_draws(tab: _Bins, n: int, rng: np.random.Generator) -> NDArray[np.float64] | NDArray[np.int64]:
+    """``n`` exact draws with the tables ``tab`` as float64, or as int64 if one reaches ``_EXACT_FLOAT``."""
+    out = np.empty(n, dtype=np.float64)
+    big: dict[int, int] = {}
+    for start in range(0, n, _BLOCK):
+        for i, v in _binned_fill(tab, out[start : start + _BLOCK], rng).items():
+            big[start + i] = v
+    if not big:
+        return out
+    exact = out.astype(np.int64)  # every other entry is an integer below 2**53: exact
+    for i, v in big.items():
+        exact[i] = v
+    return exact
 
 
 def discrete_gaussian(
