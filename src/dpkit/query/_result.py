@@ -337,7 +337,11 @@ def finish_aggregates(plan: QueryPlan, raw: Any, hists: dict[int, list[tuple[Any
     if needs_post(spec):
         kinds = {a.name: a.kind for a in spec.aggregates}
         typed = {a.name: _typed(values[a.name], temporal.get(a.name)) for a in spec.aggregates}
-        columns, out_rows, out_intervals, key_columns = post_process(spec, partitions(), typed, intervals, kinds)
+        columns, by_column, post_intervals, key_columns = post_process(spec, partitions(), typed, intervals, kinds)
+        keyset = set(key_columns)
+        out_rows = _frozen_table(by_column, [name in keyset and any(isinstance(v, (list, dict, np.ndarray)) for v in col)
+                                             for name, col in zip(columns, by_column)])
+        out_intervals = {name: _FrozenTable(zip(lo.tolist(), hi.tolist())) for name, (lo, hi) in post_intervals.items()}
     else:
         key_columns = [k.name for k in spec.keys]
         value_lists = [_py_column(values[a.name], a.kind, temporal.get(a.name)) for a in spec.aggregates]
