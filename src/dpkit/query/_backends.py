@@ -377,7 +377,7 @@ class SparkBackend:
         native = relation.replace('"', "`")
         dup = self._spark.sql(f"SELECT COUNT(*) FROM (SELECT {cols} FROM {native} WHERE {nonnull} "
                               f"GROUP BY {cols} HAVING COUNT(*) > 1)").collect()
-        return dup[0][0] == 0
+        return bool(dup[0][0] == 0)
 
     def expression_types(self, exprs: list[str]) -> list[str]:
         if not exprs:

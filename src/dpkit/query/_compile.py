@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -397,6 +398,7 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
         v = values[agg.name]
         if v.index in histograms:
             continue
+        assert v.lo is not None and v.hi is not None  # a quantile's value always has clamping bounds
         width = (v.hi - v.lo) / buckets
         bucket = (f"LEAST(GREATEST(CAST(FLOOR(({v.name} - {literal(v.lo)}) / {literal(width)}) AS BIGINT), 0), "
                   f"{buckets - 1})")

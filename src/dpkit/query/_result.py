@@ -178,11 +178,12 @@ def _fmt(x: Any) -> str:
         return str(x)
     if isinstance(x, (int, np.integer)):
         return str(int(x))
-    if math.isnan(x):
+    f = float(x)
+    if math.isnan(f):
         return "nan"
-    if float(x).is_integer() and abs(x) < 1e15:
-        return str(int(x))
-    return f"{x:.4g}" if abs(x) >= 1e4 or abs(x) < 1e-3 else f"{x:.4f}".rstrip("0").rstrip(".")
+    if f.is_integer() and abs(f) < 1e15:
+        return str(int(f))
+    return f"{f:.4g}" if abs(f) >= 1e4 or abs(f) < 1e-3 else f"{f:.4f}".rstrip("0").rstrip(".")
 
 
 def _arrays(release: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -366,7 +367,7 @@ def finish_aggregates(plan: QueryPlan, raw: Any, hists: dict[int, list[tuple[Any
         details["note"] = (f"{samples}: the population form (divide by n) is estimated; the sample form differs "
                            "by n/(n-1).")
     return QueryResult(
-        columns=columns, rows=out_rows, intervals=out_intervals,
+        columns=tuple(columns), rows=out_rows, intervals=out_intervals,
         scales=scales, guarantee=plan.guarantee, split=split.shares(), confidence=confidence,
         insecure=insecure, plan=plan, selection=selection_info, details=details, key_columns=key_columns,
         bounding=bounding)
@@ -465,6 +466,7 @@ def _sort_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def _width(plan: QueryPlan, m: Any) -> float:
     v = plan.values[m.aggregate]
+    assert v.lo is not None and v.hi is not None  # a quantile's value always has clamping bounds
     return (v.hi - v.lo) / plan.compiled.buckets
 
 
@@ -480,6 +482,7 @@ def _quantiles(plan: QueryPlan, m: Any, partitions: list[tuple[Any, ...]], hists
         h[int(row[nk])] += float(row[nk + 1])
     mech = m.mechanism(len(partitions))
     out, gaps = np.zeros(len(partitions)), np.zeros(len(partitions))
+    assert v.lo is not None and v.hi is not None
     edges = v.lo + (v.hi - v.lo) * np.arange(b + 1) / b
     for i, key in enumerate(partitions):
         h = table.get(_sort_key(key), np.zeros(b))
