@@ -95,6 +95,22 @@ def time_callable(
     }
 
 
+def timed_runs(fn: Callable[[], Any], repeats: int, warmup: int) -> tuple[dict[str, Any], Any]:
+    """``warmup`` untimed calls, then ``repeats`` timed ones (1 allowed: the slow rows that run once, cold).
+
+    For the snippets of ``run_isolated`` (they import it from here).  Returns the timing (``runs``,
+    ``median_s``, ``repeats``, ``warmup``) and what the last call returned.
+    """
+    for _ in range(warmup):
+        fn()
+    runs, value = [], None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        value = fn()
+        runs.append(time.perf_counter() - t)
+    return {"runs": runs, "median_s": statistics.median(runs), "repeats": repeats, "warmup": warmup}, value
+
+
 def time_per_call(
     fn: Callable[[], Any], *, target_run_s: float = 0.1, repeats: int = 7, warmup: int = 1
 ) -> dict[str, Any]:

@@ -68,14 +68,7 @@ import os, statistics, time, warnings
 warnings.simplefilter("ignore")
 P = {params!r}
 CATS = [f"cat_{{i:02d}}" for i in range(P["categories"])]
-
-def _timed(fn, repeats, warmup):
-    for _ in range(warmup):
-        fn()
-    runs, value = [], None
-    for _ in range(repeats):
-        t = time.perf_counter(); value = fn(); runs.append(time.perf_counter() - t)
-    return {{"runs": runs, "median_s": statistics.median(runs), "repeats": repeats, "warmup": warmup}}, value
+from _harness import timed_runs as _timed
 """
 
 GENERATE = """

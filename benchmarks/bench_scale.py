@@ -46,14 +46,7 @@ PRELUDE = """
 import os, statistics, time, warnings
 warnings.simplefilter("ignore")
 P = {params!r}
-
-def _timed(fn, repeats, warmup):
-    for _ in range(warmup):
-        fn()
-    runs, value = [], None
-    for _ in range(repeats):
-        t = time.perf_counter(); value = fn(); runs.append(time.perf_counter() - t)
-    return {{"runs": runs, "median_s": statistics.median(runs), "repeats": repeats, "warmup": warmup}}, value
+from _harness import timed_runs as _timed
 """
 
 RAW = """
