@@ -247,15 +247,17 @@ def _edge_sweep(gamma: Array, c: int, mass: Array, h: Array, pc: Array, qc: Arra
             break  # the general rule's gamma from here on
 
 
-def _lower_hull(ext: Array, y: Array, rounds: int = 10000) -> Array:
+def _lower_hull(ext: Array, y: Array, rounds: int = 10000, negligible: float = 1e-20) -> Array:
     """Remove negative masses (concave kinks) in place by lowering each such point to its
     neighbours' chord; ``ext[-1]`` is the mass at +inf (y = 0).  Returns the negative mass left
     (dropped) at each point, to be counted as numerical error.  Works on the negative points and their neighbours
-    only, odd and even positions in turn so that no two neighbours move at once."""
+    only, odd and even positions in turn so that no two neighbours move at once.  Once the negative mass left
+    is below ``negligible`` in all it is dropped (and counted) as it is: a deficit of a few ulps bouncing
+    off the first point took thousands of rounds to reach the underflow."""
     n = ext.size
     todo = np.nonzero(ext[:-1] < 0)[0]
     for _ in range(rounds):
-        if todo.size == 0:
+        if todo.size == 0 or -float(np.sum(ext[todo])) < negligible:
             break
         if todo[0] == 0:  # beyond the first point R' may drop freely: move the deficit to point 1
             ext[1] += ext[0]
@@ -304,8 +306,12 @@ def normal_cells(edges: Array, mean: float, sd: float) -> Array:
     """N(mean, sd^2) masses of (e_k, e_{k+1}], from the tail on the side away from the mean (two
     ndtr calls per edge, each accurate to a few ulps relative)."""
     z = (edges - mean) / sd
-    below, above = special.ndtr(z), special.ndtr(-z)
-    return np.where(z[:-1] > 0, above[:-1] - above[1:], below[1:] - below[:-1])
+    tail = special.ndtr(-np.abs(z))  # ndtr(-z) above the mean, ndtr(z) below it: one call per edge
+    out = np.where(z[:-1] > 0, tail[:-1] - tail[1:], tail[1:] - tail[:-1])
+    across = np.nonzero((z[:-1] <= 0) & (z[1:] > 0))[0]  # the cell holding the mean: ndtr(z1) - ndtr(z0)
+    if across.size:
+        out[across] = special.ndtr(z[across + 1]) - special.ndtr(z[across])
+    return out
 
 
 def gaussian_law(mu: float, tail: float, *, both_sides: bool = False) -> LossLaw:
@@ -358,17 +364,23 @@ def discretize_law(law: LossLaw, grid: float, *, pessimistic: Sequence[bool] = (
     return out
 
 
-def discretize_range(law: LossLaw, grid: float, lo: float, hi: float, *, pessimistic: Sequence[bool] = (True, False)
-                     ) -> dict[bool, tuple[int, Array, float, float, Array]]:
-    """(offset, mass, infinity_mass, delta_error, nu) of ``law`` restricted to losses <= ``hi``, on the
-    grid covering [lo, hi], for each pessimism asked for (one evaluation of the half-cell masses).
+@dataclass(frozen=True)
+class RangeCells:
+    """The half-cell masses of a law on the grid covering [lo, hi] (what :func:`discretize_range` needs;
+    computed once and shared by the pessimistic and optimistic discretisations)."""
 
-    The lower tail (losses below the first point) is rounded up onto it (pessimistic) or dropped
-    (optimistic), both of which keep the order of the module docstring.  The upper tail beyond the
-    last point is **left out** of both: the caller bounds its contribution (the tilted accountant adds
-    an analytic bound on its exponential moment to the pessimistic delta; leaving mass out only lowers
-    the optimistic one).  ``nu`` is the position-aware rounding vector of :func:`discretize`.
-    """
+    i_lo: int
+    n: int
+    p: Array  # P-mass below the first edge, of each half cell, above the last edge
+    q: Array
+    below: float  # P-mass with loss below the first point (continuous part and atoms)
+    atom_loss: Array
+    atom_mass: Array
+    infinity_mass: float
+
+
+def range_cells(law: LossLaw, grid: float, lo: float, hi: float) -> RangeCells:
+    """The half-cell masses of ``law`` on the grid covering [lo, hi] (see :func:`discretize_range`)."""
     i_lo = math.floor(lo / grid) - 1
     i_hi = math.ceil(hi / grid) + 1
     n = i_hi - i_lo + 1
@@ -383,10 +395,30 @@ def discretize_range(law: LossLaw, grid: float, lo: float, hi: float, *, pessimi
         elif loss <= edges[-1]:
             inside_l.append(loss)
             inside_m.append(m)
+    return RangeCells(i_lo, n, p, q, below, np.array(inside_l), np.array(inside_m), law.infinity_mass)
+
+
+def discretize_range(law: LossLaw | None, grid: float, lo: float, hi: float, *,
+                     pessimistic: Sequence[bool] = (True, False), cells: RangeCells | None = None
+                     ) -> dict[bool, tuple[int, Array, float, float, Array]]:
+    """(offset, mass, infinity_mass, delta_error, nu) of ``law`` restricted to losses <= ``hi``, on the
+    grid covering [lo, hi], for each pessimism asked for (one evaluation of the half-cell masses, or
+    ``cells`` from :func:`range_cells` on the same grid and range).
+
+    The lower tail (losses below the first point) is rounded up onto it (pessimistic) or dropped
+    (optimistic), both of which keep the order of the module docstring.  The upper tail beyond the
+    last point is **left out** of both: the caller bounds its contribution (the tilted accountant adds
+    an analytic bound on its exponential moment to the pessimistic delta; leaving mass out only lowers
+    the optimistic one).  ``nu`` is the position-aware rounding vector of :func:`discretize`.
+    """
+    if cells is None:
+        assert law is not None
+        cells = range_cells(law, grid, lo, hi)
+    c = cells
     out = {}
     for pess in pessimistic:
-        res = discretize(i_lo, n, grid, p[1:-1], q[1:-1], np.array(inside_l), np.array(inside_m),
-                         below if pess else 0.0, 0.0, law.infinity_mass, pessimistic=pess, positional=True)
+        res = discretize(c.i_lo, c.n, grid, c.p[1:-1], c.q[1:-1], c.atom_loss, c.atom_mass,
+                         c.below if pess else 0.0, 0.0, c.infinity_mass, pessimistic=pess, positional=True)
         mass, inf, eta, nu = res  # type: ignore[misc]
-        out[pess] = (i_lo, mass, inf, eta, nu)
+        out[pess] = (c.i_lo, mass, inf, eta, nu)
     return out

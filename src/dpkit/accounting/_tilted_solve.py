@@ -25,7 +25,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dpkit.accounting._pld_tilted import Factor, Tilted, _exact_moments, compose_tilted, saddle_lambda
+from dpkit.accounting._pld_tilted import (Cumulants, Factor, Tilted, _exact_moments, compose_tilted, solve_increasing,
+                                          saddle_lambda)
 from dpkit.accounting._tilted_laws import LawSpec
 
 Parts = Sequence[tuple[LawSpec, int]]
@@ -53,54 +54,74 @@ def _step_sd(coarse: Sequence[tuple[Factor, int]]) -> float:
     return min(pos) if pos else 1e-2
 
 
-def _lambda_for_eps(parts: Sequence[tuple[Factor, int]], eps: float, block_loss: float = 0.0
-                    ) -> tuple[float, float, float]:
-    """The tilt whose composed mean K'(lambda) is eps (0 if eps is below the untilted mean), by bisection
-    in ln lambda on the exact tilted moments."""
-    _, m0, v0 = _exact_moments(parts, 0.0)
+def _lambda_for_eps(parts: Sequence[tuple[Factor, int]], eps: float, block_loss: float = 0.0,
+                    hint: float | None = None) -> tuple[float, float, float]:
+    """The tilt whose composed mean K'(lambda) is eps (0 if eps is below the untilted mean), by safeguarded
+    Newton steps (the slope of K' is K'') on the exact tilted moments."""
+    cum = Cumulants(parts)
+    _, m0, v0 = cum(0.0)
     if m0 >= eps:
         return 0.0, float(eps), math.sqrt(max(v0, 0.0))
-    lo, hi = 1e-6, 1.0
-    while _exact_moments(parts, hi)[1] < eps and hi < 1e6:
-        lo, hi = hi, hi * 8.0
-    v = v0
-    for _ in range(60):
-        mid = math.sqrt(lo * hi)
-        _, m, v = _exact_moments(parts, mid)
-        if m < eps:
-            lo = mid
-        else:
-            hi = mid
-        if hi / lo < 1.01:
-            break
-    return math.sqrt(lo * hi), float(eps), math.sqrt(max(v, 0.0))
+
+    def mean(lam: float) -> tuple[float, float]:
+        _, m, v = cum(lam)
+        return m, v
+
+    lam, _ = solve_increasing(mean, float(eps), 1.0 if hint is None else hint)
+    return lam, float(eps), math.sqrt(max(cum(lam)[2], 0.0))
+
+
+def _cut_range(lam: float) -> tuple[float, float]:
+    """The tilts [lo, hi] the fine factors are cut for, around a saddle tilt lam: the FFT runs at half the
+    saddle tilt up to it (:func:`compose_parts`), which the fine factors may move by a few per cent from the
+    coarse one."""
+    return 0.4 * lam, 1.04 * lam + 0.05
 
 
 def _steer(parts: Parts, log_delta: float | None, eps: float | None, k_total: int, grid: float | None = None,
-           grid_factor: float = 0.01) -> tuple[float, float, float, float, dict[bool, list[tuple[Factor, int]]]]:
-    """(lambda*, eps*, sd*, grid, fine pessimistic factors) for a target delta (or a target eps).
+           grid_factor: float = 0.01) -> tuple[float, float, float, float, dict[bool, list[tuple[Factor, int]]],
+                                               tuple[float, float]]:
+    """(lambda*, eps*, sd*, grid, fine pessimistic factors, the tilts they are cut for) for a target delta
+    (or a target eps).
 
     A coarse pass (about 2e4 points per law) gives the per-step scale; a second pass at a tenth of it
     gives the saddle point roughly; the grid is ``grid_factor`` times the per-step scale (Laplace grids
-    aligned to the atoms); then the saddle point is recomputed on the fine factors themselves (blocks
-    of at most a third of the per-step scale), rebuilding them if the tilt outgrows their cut."""
+    aligned to the atoms); then the saddle point is recomputed on the fine factors themselves,
+    rebuilding them if the saddle tilt leaves their cut's range."""
+    key = (tuple(parts), log_delta, eps, grid, grid_factor)
+    if key in _STEER_CACHE:
+        return _STEER_CACHE[key]
     lam, e, sd, sd1 = _coarse_stage(tuple(parts), log_delta, eps, k_total)
+    # the saddle tilt found on another grid (the same parts and target) starts the search: it moves little
+    hint = _FINE_LAMBDA.get(key[:3], lam)
 
     def locate(fs: Sequence[tuple[Factor, int]], block: float) -> tuple[float, float, float]:
         if log_delta is not None:
-            return saddle_lambda(fs, log_delta, block, hint=lam if lam > 0 else None)
-        return _lambda_for_eps(fs, float(eps), block)  # type: ignore[arg-type]
+            return saddle_lambda(fs, log_delta, block, hint=hint if hint > 0 else None)
+        return _lambda_for_eps(fs, float(eps), block, hint=hint if hint > 0 else None)  # type: ignore[arg-type]
 
-    g = _grid(parts, sd1, 1.1 * lam + 1.0, k_total, grid_factor) if grid is None else float(grid)
-    cut = 1.1 * lam + 1.0
+    cut = _cut_range(hint)
+    g = _grid(parts, sd1, cut, k_total, grid_factor) if grid is None else float(grid)
     for _ in range(4):
-        fine = [(spec.factors(g, cut, k_total, (True,))[True], k) for spec, k in parts]
+        fine = [(spec.factors(g, cut[1], k_total, (True,), lam_lo=cut[0])[True], k) for spec, k in parts]
         lam2, e2, sd2 = locate(fine, 0.3 * sd1)
-        if 1.1 * lam2 + 1.0 <= cut:
-            lam, e, sd = lam2, e2, sd2
+        lam, e, sd = lam2, e2, sd2
+        if cut[0] <= 0.5 * lam2 and lam2 <= cut[1]:
             break
-        cut = 1.2 * lam2 + 1.0
-    return lam, e, sd, g, {True: fine}
+        cut = _cut_range(lam2)
+    out = (lam, e, sd, g, {True: fine}, cut)
+    if len(_STEER_CACHE) >= 4:
+        _STEER_CACHE.pop(next(iter(_STEER_CACHE)))
+    _STEER_CACHE[key] = out
+    if len(_FINE_LAMBDA) > 64:
+        _FINE_LAMBDA.clear()
+    _FINE_LAMBDA[key[:3]] = lam
+    return out
+
+
+_STEER_CACHE: dict[tuple[object, ...], tuple[float, float, float, float, dict[bool, list[tuple[Factor, int]]],
+                                              tuple[float, float]]] = {}
+_FINE_LAMBDA: dict[tuple[object, ...], float] = {}
 
 
 _STAGE_CACHE: dict[tuple[object, ...], tuple[float, float, float, float]] = {}
@@ -136,10 +157,10 @@ def _coarse_stage(parts: tuple[tuple[LawSpec, int], ...], log_delta: float | Non
     return lam, e, sd, sd1
 
 
-def _grid(parts: Parts, sd1: float, lam_max: float, k_total: int, grid_factor: float) -> float:
+def _grid(parts: Parts, sd1: float, cut: tuple[float, float], k_total: int, grid_factor: float) -> float:
     g = grid_factor * sd1
     for spec, _ in parts:
-        lo, hi, _ = spec.span(lam_max, k_total)
+        lo, hi, _ = spec.span(cut[1], k_total, cut[0])
         g = max(g, (hi - lo) / _MAX_POINTS)
     lap = [spec.mu for spec, _ in parts if spec.kind == "laplace"]
     if len(lap) == 1 or (lap and all(t == lap[0] for t in lap)):
@@ -152,47 +173,50 @@ def compose_parts(parts: Parts, *, log_delta: float | None = None, eps: float | 
                   which: tuple[bool, ...] = (True, False)) -> dict[bool, Tilted]:
     """The tilted compositions (pessimistic and/or optimistic) steered at a target delta or eps.
 
-    The saddle-point approximation can misplace the answer where the tilted law is far from normal
-    (few large jumps: small q, small delta) and the FFT's tilt a fraction alpha of the saddle tilt can
-    leave the answer where the tilted mass is too thin for the FFT's accuracy; so after a first
-    composition the root is located and, unless the certified bound there is within 1e-3 (relative, in
-    delta) of the located value, the composition is redone closer to the saddle tilt (alpha 0.8, then 1),
-    centred on that root."""
+    The FFT runs at a tilt between half the saddle tilt and the saddle tilt itself (where the tilted law's mean
+    is the answer), whichever needs the shortest window (:meth:`~dpkit.accounting._pld_tilted.Tilted.log_alias`):
+    about (20 - ln delta) / tilt below and, above, set by a Chernoff bound at a tilt lambda' beyond the
+    saddle point (any lambda' is valid: the bound is on the truncated factors the FFT composes).  The
+    saddle-point approximation can misplace the answer where the tilted law is far from normal (few large
+    jumps: small q, small delta); so the root is located and, unless the certified bound there is within
+    1e-3 (relative, in delta) of the located value, the composition is redone at the tilt whose mean is
+    that root (at most twice)."""
     k_total = sum(k for _, k in parts)
-    lam, e_star, sd, g, fine = _steer(parts, log_delta, eps, k_total, grid, grid_factor)
+    lam, e_star, sd, g, fine, cut = _steer(parts, log_delta, eps, k_total, grid, grid_factor)
     if log_delta is None and lam > 0:
-        # delta at a given eps: steer the window and the FFT's tilt by the saddle-point estimate of delta
+        # delta at a given eps: steer the window by the saddle-point estimate of delta
         K, _, var = _exact_moments(fine[True], lam)
         log_delta = min(-1.0, K - lam * float(eps) - math.log(lam * (lam + 1.0) * math.sqrt(2.0 * math.pi * max(var, 1e-300))))  # type: ignore[arg-type]
-    z = math.sqrt(-2.0 * log_delta) if log_delta is not None and log_delta < 0 else 4.0
-    alphas = (max(0.5, 1.0 - 5.3 / z), 0.8, 1.0)
-    for attempt, alpha in enumerate(alphas):
-        out = _compose_at(parts, fine, lam, alpha, e_star, log_delta, g, k_total, which)
-        if log_delta is None or attempt == len(alphas) - 1:
+    out = _compose_at(parts, fine, lam, e_star, log_delta, g, k_total, which, cut)
+    for _ in range(2):
+        if log_delta is None or eps is not None:
             return out
         t = out[True] if True in out else out[False]
         lo_w, hi_w = t.window
         e0 = _bisect(lambda e: t.approx_log_delta(e) <= log_delta, max(0.0, lo_w), hi_w)
         if e0 <= 0.0 or abs(t.log_delta_bound(e0) - t.approx_log_delta(e0)) <= 1e-3:
             return out  # the error terms are negligible at the root: the tilt is good enough
-        e_star = e0
+        lam2, _, _ = _lambda_for_eps(fine[True], e0)
+        if abs(lam2 - lam) <= 0.02 * lam and abs(e0 - e_star) <= 0.1 * max(sd, g):
+            return out  # the same tilt and window again would not help
+        lam, e_star = lam2, e0
+        if not (cut[0] <= 0.5 * lam and lam <= cut[1]):
+            cut = _cut_range(lam)
+            fine = {True: [(spec.factors(g, cut[1], k_total, (True,), lam_lo=cut[0])[True], k) for spec, k in parts]}
+        out = _compose_at(parts, fine, lam, e_star, log_delta, g, k_total, which, cut)
     return out
 
 
-def _compose_at(parts: Parts, fine: dict[bool, list[tuple[Factor, int]]], lam: float, alpha: float, e_star: float,
-                log_delta: float | None, g: float, k_total: int, which: tuple[bool, ...]) -> dict[bool, Tilted]:
-    cut = max(f.lam_max for f, _ in fine[True])
-    cut = cut if math.isfinite(cut) else lam + 4.0
-    # the FFT runs at a fraction of the saddle tilt: the window it needs (Tilted.log_alias) shrinks from
-    # about (30 - ln delta) / (lam' - lam) with lam' beyond the saddle point, where the Chernoff bound is
-    # weak, to about twice (30 - ln delta) / lam*; the tilted mass at eps stays within e^{-13.8} of the peak
-    lam_fft = lam * alpha
+def _compose_at(parts: Parts, fine: dict[bool, list[tuple[Factor, int]]], lam: float, e_star: float,
+                log_delta: float | None, g: float, k_total: int, which: tuple[bool, ...],
+                cut: tuple[float, float]) -> dict[bool, Tilted]:
     out = {}
+    lam_min = max(0.5 * lam, cut[0])
     if True in which:
-        out[True] = compose_tilted(fine[True], lam_fft, center=e_star, log_delta=log_delta)
+        out[True] = compose_tilted(fine[True], lam, center=e_star, log_delta=log_delta, lam_min=lam_min)
     if False in which:
-        opt = [(spec.factors(g, cut, k_total, (False,))[False], k) for spec, k in parts]
-        out[False] = compose_tilted(opt, lam_fft, center=e_star, log_delta=log_delta)
+        opt = [(spec.factors(g, cut[1], k_total, (False,), lam_lo=cut[0])[False], k) for spec, k in parts]
+        out[False] = compose_tilted(opt, lam, center=e_star, log_delta=log_delta, lam_min=lam_min)
     return out
 
 
@@ -359,5 +383,5 @@ def grid_for(directions: Sequence[Parts], delta: float, grid_factor: float) -> f
     for parts in directions:
         k_total = sum(k for _, k in parts)
         lam, _, _, sd1 = _coarse_stage(tuple(parts), ld, None, k_total)
-        gs.append(_grid(parts, sd1, 1.1 * lam + 1.0, k_total, grid_factor))
+        gs.append(_grid(parts, sd1, _cut_range(lam), k_total, grid_factor))
     return min(gs)
