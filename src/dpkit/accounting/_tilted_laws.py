@@ -46,6 +46,8 @@ from dpkit.accounting._pld_tilted import Factor
 _LOG_TAIL_BUDGET = -36.0
 #: base-loss quantile (each side) below which a law's lower tail is rounded up (pessimistic) or dropped
 _LOW_Z = 11.0  # Phi(-11) = 1.9e-28
+#: no grid point beyond this loss (either sign): e^{-l} stays a normal double
+_LOSS_CAP = 700.0
 
 
 def _log_gauss_tilted_tail(lam: float, m: float, s: float, x: float) -> float:
@@ -131,9 +133,11 @@ class LawSpec:
             x_top = m + _LOW_Z * mu  # X ~ Q is below this but for ~1e-28; tilting by e^{lam L} only favours
             # small X here (L = -ln(1 - q + q e^X) decreases in X), so the cut holds for every lam >= 0
             x_bot = -m - _LOW_Z * mu
-            return -_g(x_top, q), -_g(x_bot, q), x_bot
-        x_h = self.cut_remove(min(lam_lo, lam_max), lam_max, budget)
-        lo = _g(-m - _LOW_Z * mu, q)
+            return max(-_g(x_top, q), -_LOSS_CAP), -_g(x_bot, q), x_bot
+        # the cut, but no loss beyond _LOSS_CAP (e^{-l} must not underflow on the grid): a larger cut's tail
+        # is then bounded as it is (a loose bound where the tilt asks for losses that large)
+        x_h = min(self.cut_remove(min(lam_lo, lam_max), lam_max, budget), _LOSS_CAP + math.log(1.0 / q))
+        lo = max(_g(-m - _LOW_Z * mu, q), -_LOSS_CAP)
         if self.kind == "symmetric":
             hi = _g(x_h, q)
             return -hi, hi, x_h

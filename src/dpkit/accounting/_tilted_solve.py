@@ -354,6 +354,20 @@ def epsilon_upper_only(directions: Sequence[Parts], delta: float, *, grid: float
     return upper
 
 
+def log_delta_upper(directions: Sequence[Parts], epsilon: float, *, grid: float | None = None,
+                    grid_factor: float = GRID_FACTOR) -> float:
+    """ln of the certified (pessimistic) upper bound on delta(epsilon), the worst of the directions: what
+    calibration needs (smooth in the mechanism's parameters on a fixed grid, and no root in epsilon)."""
+    upper = -math.inf
+    for parts in directions:
+        max_loss = float(sum(k * s.max_loss for s, k in parts))
+        if epsilon >= max_loss:
+            continue
+        t = compose_parts(parts, eps=epsilon, grid=grid, grid_factor=grid_factor, which=(True,))[True]
+        upper = max(upper, t.log_delta_bound(epsilon))
+    return upper
+
+
 def delta_bounds(directions: Sequence[Parts], epsilon: float, *, grid: float | None = None,
                  grid_factor: float = GRID_FACTOR) -> tuple[float, float]:
     """[lower, upper] containing delta(epsilon) of the worst of the given compositions (in linear scale;
