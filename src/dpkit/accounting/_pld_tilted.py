@@ -171,6 +171,8 @@ class Tilted:
     width: float  # W = N grid: the circle's length in loss units (a mass wraps by multiples of W)
     cut_hi: bool  # is there composed mass above the window?
     log_below: float  # ln bound, in delta units, on what mass below the window adds by wrapping (optimistic)
+    below_theta: float  # theta of the Chernoff bound on the tilted mass below the window (0: none)
+    below_K: float  # K(lam - theta) of these factors
     alias_lam: float  # lambda' > lam of the Chernoff bound on mass wrapping down from above (optimistic)
     alias_K: float  # sum_i k_i ln M_i(lambda') of these factors
     log_tail: float  # ln sum_i k_i tau_i / M_i (pessimistic: added as e^{C - lam eps + .})
@@ -230,7 +232,7 @@ class Tilted:
             log_p = self.C + _lse(np.log(out[keep]) + lp)
             log_p2 = 0.5 * _lse(2.0 * lp) if lp.size else -math.inf
         sum_rel = (lp.size + 16) * 4.0 * _U + self.rel
-        above = self.C - lam * (self.start + self.out.size - 1) * self.grid if self.cut_hi else -math.inf
+        above = self._log_above()
         terms = [log_p + math.log1p(sum_rel), rest, above, self.C - lam * x + self.log_tail]
         if self.err2 > 0:
             terms.append(self.C + log_p2 + math.log(self.err2))
@@ -257,7 +259,7 @@ class Tilted:
             log_fft = float(np.logaddexp(log_fft, self.C - lam * float(s[-1] if s.size else eps)
                                          - 0.5 * math.log(-math.expm1(-2.0 * lam * g)) + math.log(self.err2)))
         # the pessimistic law's mass above the window (tilted total <= 1): at most e^{C - lam s_top}
-        log_above_term = self.C - lam * (self.start + self.out.size - 1) * g if self.cut_hi else -math.inf
+        log_above_term = self._log_above()
         log_tail_term = self.C - lam * eps + self.log_tail
         # rounding of the factors' masses: eta P(S > eps - g); mass removed near the bottom of each factor
         # (within nu_reach of its lowest loss): nu_low P(S > eps - nu_reach); the rest by Chernoff
@@ -284,6 +286,17 @@ class Tilted:
             return float(np.logaddexp(finite, math.log(self.infinity_mass)))
         return finite
 
+    def _log_above(self) -> float:
+        """ln of a bound on the composed mass above the window (pessimistic law; in delta units, weight <= 1):
+        Chernoff at the tilt, e^{C - lam s_top}, or at lambda', e^{K(lam') - lam' s_top}."""
+        if not self.cut_hi:
+            return -math.inf
+        top = (self.start + self.out.size - 1) * self.grid
+        out = self.C - self.lam * top
+        if self.alias_lam > self.lam and math.isfinite(self.alias_K):
+            out = min(out, self.alias_K - self.alias_lam * top)
+        return out
+
     def log_alias(self, eps: float) -> float:
         """ln of a bound, in delta units, on what wrap-around adds to the window's delta(eps) (>= 0).
 
@@ -291,8 +304,19 @@ class Tilted:
         weight is at most e^{-lam p}; in delta units the mass e^{C} mu~_s weighs e^{lam s} m_s.  From
         below: sum_j e^{-lam j W} P(S < window) <= e^{-lam W} / (1 - e^{-lam W}).  From above, landing
         above eps needs s > eps + j W, and P(S > x) <= e^{K(lam') - lam' x} (Chernoff), so the sum is at
-        most e^{K(lam') - lam' eps} e^{-theta W} / (1 - e^{-theta W}), theta = lam' - lam."""
-        terms = [self.log_below]
+        most e^{K(lam') - lam' eps} e^{-theta W} / (1 - e^{-theta W}), theta = lam' - lam.
+
+        From below also (whichever is smaller): every landing point p of a mass at s below the window with
+        p > eps weighs at most e^{C - lam eps} mu~_s, the landing points of one s are W apart, and the tilted
+        mass below the window's bottom a is at most e^{K(lam - theta) - K(lam) + theta a} for theta > 0
+        (Chernoff on the lower tail; K exists at every argument for the cut factors), so the sum is at most
+        e^{K(lam - theta) - lam eps + theta a} / (1 - e^{-lam W})."""
+        below = self.log_below
+        if self.below_theta > 0 and math.isfinite(self.below_K) and self.lam > 0:
+            a = self.start * self.grid
+            below = min(below, self.below_K - self.lam * eps + self.below_theta * a
+                        - math.log(-math.expm1(-self.lam * self.width)))
+        terms = [below]
         if self.alias_lam > self.lam:
             th = self.alias_lam - self.lam
             x = th * self.width
@@ -431,13 +455,13 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
                 with np.errstate(divide="ignore"):
                     nu_t = float(special.logsumexp(np.log(high) + lam * l)) - c
                 nu_terms.append(math.log(k) + nu_t)
-                pert += k * math.exp(nu_t)
+                pert += k * math.exp(min(nu_t, 700.0))
             pert += k * float(np.sum(f.nu[low])) / total
         if pess and f.log_tail is not None:
             lt = f.log_tail(lam) - c
             if lt > -math.inf:
                 log_tail_terms.append(math.log(k) + lt)
-                pert += k * math.exp(lt)
+                pert += k * math.exp(min(lt, 700.0))
     C = float(sum(k * c for (f, k), c in zip(items, cs)))
     sd = math.sqrt(var) if var > 0 else g
     # ---- the window (see Tilted.log_alias): its length W makes what wraps onto it negligible next to
@@ -454,11 +478,29 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
     else:
         w_above, alias_lam, alias_K = _window_above(logs, lam, [lam + d * max(lam, 2.0 / sd) for d in _LAM_STEPS],
                                                     eps0 - 2.0 * sd, target)
-    W = max(w_below, w_above, 8.0 * sd, 64 * g)
-    # the pessimistic law's mass above the window is added as e^{C - lam a_hi}: below delta e^{-30} there
-    a_hi = eps0 + 2.0 * sd + (_MARGIN / lam if lam > 0 else 8.0 * sd)
+    # the pessimistic law's mass above the window is added as min(e^{C - lam a_hi}, e^{K(lam') - lam' a_hi})
+    # (Chernoff at the tilt and at lam'): below delta e^{-M} there
+    a_hi = eps0 + 2.0 * sd + (0.0 if lam > 0 else 6.0 * sd)
     if lam > 0:
-        a_hi = max(a_hi, (C - target) / lam)
+        a_hi = max(a_hi, min((C - target) / lam, (alias_K - target) / alias_lam if alias_lam > lam else math.inf))
+    # from below (Tilted.log_alias): the bottom a low enough that e^{K(lam - theta) - lam e + theta a} is
+    # below delta e^{-M} for the lowest eps of interest e = eps0 - 2 sd, the best of a few theta > 0; with a
+    # small tilt (lam sd ~ 1: sigma = 1e4, or large delta) this is a few sd below the tilted mean where
+    # e^{-lam W} <= delta e^{-M} alone asked for hundreds
+    below_theta, below_K = 0.0, math.inf
+    if lam > 0:
+        e_low = min(eps0, means) - 2.0 * sd
+        best_a = -math.inf
+        for th in sorted({lam * f for f in (0.25, 0.5, 1.0, 2.0, 4.0)} | {f / sd for f in (2.0, 4.0, 8.0, 16.0)}):
+            Kb = math.fsum(k * _lse(lm + (lam - th) * l) for lm, l, k in logs)
+            a = (target - Kb + lam * e_low) / th
+            if a > best_a:
+                best_a, below_theta, below_K = a, th, Kb
+        w_below = min(w_below, a_hi - best_a)
+    # long enough for the wrap-around bounds, and reaching 8 sd below the tilted law's mean and the answer
+    # (with a large tilt, e^{C - lam a_hi} alone put the window's top so far up that its bottom missed
+    # the answer: sigma = 1e4)
+    W = max(w_below, w_above, 64 * g, a_hi - (min(means, eps0) - 8.0 * sd))
     if not math.isfinite(W):  # no tilt: nothing below the window may wrap, so it starts at the support's bottom
         W = a_hi - lo_support * g
     a_lo = a_hi - W
@@ -529,7 +571,7 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
         la = np.log(out) - lam * s
     suf_a = np.logaddexp.accumulate(la[::-1])[::-1]
     suf_b = np.logaddexp.accumulate((la - s)[::-1])[::-1]
-    return Tilted(grid=g, lam=lam, start=lo_i, out=_readonly(out), C=C, err2=err2, rel=rel, width=Wl, log_below=log_below, cut_hi=cut_hi,
+    return Tilted(grid=g, lam=lam, start=lo_i, out=_readonly(out), C=C, err2=err2, rel=rel, width=Wl, log_below=log_below, below_theta=below_theta, below_K=below_K, cut_hi=cut_hi,
                   alias_lam=alias_lam, alias_K=alias_K, nu_low=nu_low, nu_reach=nu_reach,
                   log_tail=log_tail, log_nu=log_nu, eta=eta, second=math.exp(min(2.0 * pert, 700.0)) * (1.0 + 1e-9),
                   infinity_mass=min(inf_mass, 1.0), pessimistic=pess, max_loss=max_loss,

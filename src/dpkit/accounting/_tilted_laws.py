@@ -100,16 +100,17 @@ class LawSpec:
         moments, log-convex by Hoelder), so checking both ends covers the interval; and it decreases in x_h,
         so the cut is found by stepping up by the base loss's scale and bisecting the last step (to 1/32 of
         it).  At small q the factor q^lambda makes the tilted tail small long before the untilted one: a cut
-        made for lambda in [0, lam_hi] was three times longer at q = 1e-3 than one for the tilts used."""
+        made for lambda in [0, lam_hi] was three times longer at q = 1e-3 than one for the tilts used.  The
+        search starts where the Gaussian factor starts to fall, not beyond ln((1 - q) / q) where q e^x
+        dominates 1 - q: the bound holds for every x_h, and with sigma = 1e4 (base losses of 1e-4) a start
+        at ln((1 - q) / q) made the factor a million times longer than its scale."""
         mu, q = self.mu, self.q
         s = mu
 
         def ok(x: float) -> bool:
             return self.log_remove_tail(lam_hi, x) <= log_budget and self.log_remove_tail(lam_lo, x) <= log_budget
 
-        x = mu * mu / 2.0 + lam_lo * s * s
-        if q < 1.0:
-            x = max(x, math.log((1.0 - q) / q) + 1.0)  # beyond where q e^x dominates 1 - q
+        x = mu * mu / 2.0 + lam_lo * s * s  # where E[e^{lam X}; X > x] starts to fall
         if ok(x):
             return x
         for _ in range(4000):
@@ -149,9 +150,22 @@ class LawSpec:
         if self.kind == "laplace":
             return None
         if self.kind == "add":
-            log_mass = float(special.log_ndtr((x_h + mu * mu / 2.0) / mu))
+            # X ~ N(-m, mu^2) below x_h, L = -ln(1 - q + q e^X) = -g(X) <= -ln(1 - q); and since g is convex,
+            # L <= -g(x_h) - g'(x_h) (X - x_h), so E[e^{lam L}; X < x_h] <= e^{-lam g(x_h) + a x_h}
+            # E[e^{-a X}; X < x_h] with a = lam g'(x_h) (a Gaussian tilted tail, completing the square)
+            m = mu * mu / 2.0
+            log_mass = float(special.log_ndtr((x_h + m) / mu))
             top = -math.log1p(-q)
-            return lambda lam: log_mass + lam * top
+            g_h = _g(x_h, q)
+            slope = q * math.exp(x_h) / (1.0 - q + q * math.exp(x_h))
+
+            def add_tail(lam: float) -> float:
+                a = lam * slope
+                tangent = (-lam * g_h + a * x_h + a * m + 0.5 * a * a * mu * mu
+                           + float(special.log_ndtr((x_h + m + a * mu * mu) / mu)))
+                return min(log_mass + lam * top, tangent)
+
+            return add_tail
         if self.kind == "symmetric":
             # the cut tail itself, plus its mirror: masses e^{-l} m at -l for l > hi = g(x_h), whose tilted
             # weight is at most e^{-(1 + lam) hi} m, so at most e^{-(1 + lam) hi} times the untilted tail

@@ -300,8 +300,9 @@ def epsilon_bounds(directions: Sequence[Parts], delta: float, *, grid: float | N
 
     Each direction's pessimistic epsilon on a coarse grid (``_ROUGH`` times the per-step scale) picks
     the worst one, whose optimistic epsilon on the same grid gives a first width; both discretisations
-    err at second order, so the grid is then refined by (target / (2 width))^(1/2) unless the width
-    already meets ``target_width``.  Every other direction only has to be
+    err at second order, so the grid is then refined by about (target / width)^(1/2) unless the width
+    already meets ``target_width`` (only the part of the width between the two compositions' located roots
+    counts: the certified error terms do not shrink with the grid).  Every other direction only has to be
     shown not to exceed the upper end: its coarse pessimistic bound on delta at that upper end (a
     full computation if that is not enough).  The worst direction's lower end is a lower end for the
     maximum over directions."""
@@ -312,28 +313,54 @@ def epsilon_bounds(directions: Sequence[Parts], delta: float, *, grid: float | N
     order = sorted(range(len(directions)), key=lambda i: -ups[i])
     first = directions[order[0]]
     upper = ups[order[0]]
-    lower = min(epsilon_lower(compose_parts(first, log_delta=ld, grid=grid, grid_factor=gf0,
-                                            which=(False,))[False], ld), upper)
+    t_opt = compose_parts(first, log_delta=ld, grid=grid, grid_factor=gf0, which=(False,))[False]
+    lower = min(epsilon_lower(t_opt, ld), upper)
     width = (upper - lower) / upper if upper > 0 else 0.0
+    disc = _disc_width(rough[order[0]], t_opt, ld, upper)
     gf = gf0
     for _ in range(2):
         if not (grid is None and grid_factor is None and math.isfinite(upper) and width > target_width):
             break
-        gf = gf * min(1.0, max(1.0 / 16.0, (0.5 * target_width / width) ** 0.5))
+        # only the discretisation's part of the width (between the two located roots) shrinks with the
+        # grid, as its square; the rest (the certified error terms: at sigma = 1e4 the masses' rounding,
+        # relative to P(S > eps) >> delta) does not, so the grid is refined only as far as that part matters
+        fixed = max(width - disc, 0.0)
+        goal = 0.8 * max(target_width - fixed, 0.3 * fixed, 0.25 * target_width)
+        if disc <= 1.25 * goal:
+            break
+        gf = gf * min(1.0, max(1.0 / 16.0, (goal / disc) ** 0.5))
         ts = compose_parts(first, log_delta=ld, grid_factor=gf)
         upper = min(upper, epsilon_upper(ts[True], ld))
         lower = max(lower, min(epsilon_lower(ts[False], ld), upper))
         width = (upper - lower) / upper if upper > 0 else 0.0
+        disc = _disc_width(ts[True], ts[False], ld, upper)
     for i in order[1:]:
         if ups[i] <= upper:
             continue  # its own pessimistic epsilon is already below the upper end
         if not math.isfinite(upper):
             break
-        t = compose_parts(directions[i], eps=upper, grid=grid, grid_factor=gf0, which=(True,))[True]
+        # its pessimistic delta at the upper end, on the grid the first direction ended on (where two
+        # directions are nearly equal, sigma = 1e4, the rough grid's bound was too loose to pass)
+        t = compose_parts(directions[i], eps=upper, grid=grid, grid_factor=gf, which=(True,))[True]
         if t.log_delta_bound(upper) <= ld:
             continue
-        upper = max(upper, ups[i])
+        own = epsilon_upper(compose_parts(directions[i], log_delta=ld, grid=grid, grid_factor=gf,
+                                          which=(True,))[True], ld)
+        upper = max(upper, min(own, ups[i]))
     return lower, upper
+
+
+def _disc_width(pess: Tilted, opt: Tilted, log_delta: float, upper: float) -> float:
+    """The discretisation's part of the relative width: the distance between the roots of the two
+    compositions' delta (without error terms), over ``upper``."""
+    if not (math.isfinite(upper) and upper > 0):
+        return math.inf
+
+    def root(t: Tilted) -> float:
+        lo_w, hi_w = t.window
+        return _bisect(lambda e: t.approx_log_delta(e) <= log_delta, max(0.0, lo_w), hi_w)
+
+    return max(root(pess) - root(opt), 0.0) / upper
 
 
 def epsilon_upper_only(directions: Sequence[Parts], delta: float, *, grid: float | None = None,
