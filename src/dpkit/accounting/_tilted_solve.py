@@ -79,7 +79,7 @@ def _cut_range(lam: float) -> tuple[float, float]:
 
 
 def _steer(parts: Parts, log_delta: float | None, eps: float | None, k_total: int, grid: float | None = None,
-           grid_factor: float = 0.01) -> tuple[float, float, float, float, dict[bool, list[tuple[Factor, int]]],
+           grid_factor: float = 0.01, max_points: int = 0) -> tuple[float, float, float, float, dict[bool, list[tuple[Factor, int]]],
                                                tuple[float, float]]:
     """(lambda*, eps*, sd*, grid, fine pessimistic factors, the tilts they are cut for) for a target delta
     (or a target eps).
@@ -88,7 +88,7 @@ def _steer(parts: Parts, log_delta: float | None, eps: float | None, k_total: in
     gives the saddle point roughly; the grid is ``grid_factor`` times the per-step scale (Laplace grids
     aligned to the atoms); then the saddle point is recomputed on the fine factors themselves,
     rebuilding them if the saddle tilt leaves their cut's range."""
-    key = (tuple(parts), log_delta, eps, grid, grid_factor)
+    key = (tuple(parts), log_delta, eps, grid, grid_factor, max_points)
     if key in _STEER_CACHE:
         return _STEER_CACHE[key]
     lam, e, sd, sd1 = _coarse_stage(tuple(parts), log_delta, eps, k_total)
@@ -101,7 +101,7 @@ def _steer(parts: Parts, log_delta: float | None, eps: float | None, k_total: in
         return _lambda_for_eps(fs, float(eps), block, hint=hint if hint > 0 else None)  # type: ignore[arg-type]
 
     cut = _cut_range(hint)
-    g = _grid(parts, sd1, cut, k_total, grid_factor) if grid is None else float(grid)
+    g = _grid(parts, sd1, cut, k_total, grid_factor, max_points) if grid is None else float(grid)
     for _ in range(4):
         fine = [(spec.factors(g, cut[1], k_total, (True,), lam_lo=cut[0])[True], k) for spec, k in parts]
         lam2, e2, sd2 = locate(fine, 0.3 * sd1)
@@ -157,11 +157,12 @@ def _coarse_stage(parts: tuple[tuple[LawSpec, int], ...], log_delta: float | Non
     return lam, e, sd, sd1
 
 
-def _grid(parts: Parts, sd1: float, cut: tuple[float, float], k_total: int, grid_factor: float) -> float:
+def _grid(parts: Parts, sd1: float, cut: tuple[float, float], k_total: int, grid_factor: float,
+          max_points: int = 0) -> float:
     g = grid_factor * sd1
     for spec, _ in parts:
         lo, hi, _ = spec.span(cut[1], k_total, cut[0])
-        g = max(g, (hi - lo) / _MAX_POINTS)
+        g = max(g, (hi - lo) / (max_points or _MAX_POINTS))
     lap = [spec.mu for spec, _ in parts if spec.kind == "laplace"]
     if len(lap) == 1 or (lap and all(t == lap[0] for t in lap)):
         g = lap[0] / math.ceil(lap[0] / g)
@@ -170,8 +171,9 @@ def _grid(parts: Parts, sd1: float, cut: tuple[float, float], k_total: int, grid
 
 def compose_parts(parts: Parts, *, log_delta: float | None = None, eps: float | None = None,
                   grid: float | None = None, grid_factor: float = GRID_FACTOR,
-                  which: tuple[bool, ...] = (True, False)) -> dict[bool, Tilted]:
-    """The tilted compositions (pessimistic and/or optimistic) steered at a target delta or eps.
+                  which: tuple[bool, ...] = (True, False), max_points: int = 0) -> dict[bool, Tilted]:
+    """The tilted compositions (pessimistic and/or optimistic) steered at a target delta or eps (on a grid of
+    at most ``max_points`` points per factor, 4e6 by default).
 
     The FFT runs at a tilt between half the saddle tilt and the saddle tilt itself (where the tilted law's mean
     is the answer), whichever needs the shortest window (:meth:`~dpkit.accounting._pld_tilted.Tilted.log_alias`):
@@ -182,7 +184,7 @@ def compose_parts(parts: Parts, *, log_delta: float | None = None, eps: float | 
     1e-3 (relative, in delta) of the located value, the composition is redone at the tilt whose mean is
     that root (at most twice)."""
     k_total = sum(k for _, k in parts)
-    lam, e_star, sd, g, fine, cut = _steer(parts, log_delta, eps, k_total, grid, grid_factor)
+    lam, e_star, sd, g, fine, cut = _steer(parts, log_delta, eps, k_total, grid, grid_factor, max_points)
     if log_delta is None and lam > 0:
         # delta at a given eps: steer the window by the saddle-point estimate of delta
         K, _, var = _exact_moments(fine[True], lam)
@@ -395,24 +397,75 @@ def log_delta_upper(directions: Sequence[Parts], epsilon: float, *, grid: float 
     return upper
 
 
+#: the width of ln delta that delta_bounds aims at (relative width of delta)
+DELTA_TARGET_WIDTH = 1e-5
+#: the most points per factor delta_bounds refines to
+_REFINE_POINTS = 1_500_000
+
+
 def delta_bounds(directions: Sequence[Parts], epsilon: float, *, grid: float | None = None,
-                 grid_factor: float = GRID_FACTOR) -> tuple[float, float]:
+                 grid_factor: float | None = None, target_width: float = DELTA_TARGET_WIDTH
+                 ) -> tuple[float, float]:
     """[lower, upper] containing delta(epsilon) of the worst of the given compositions (in linear scale;
     see :func:`log_delta_bounds` for values below 1e-308)."""
-    lo, hi = log_delta_bounds(directions, epsilon, grid=grid, grid_factor=grid_factor)
+    lo, hi = log_delta_bounds(directions, epsilon, grid=grid, grid_factor=grid_factor, target_width=target_width)
     return math.exp(lo), min(1.0, math.exp(hi))
 
 
 def log_delta_bounds(directions: Sequence[Parts], epsilon: float, *, grid: float | None = None,
-                     grid_factor: float = GRID_FACTOR) -> tuple[float, float]:
-    lower = upper = -math.inf
+                     grid_factor: float | None = None, target_width: float = DELTA_TARGET_WIDTH
+                     ) -> tuple[float, float]:
+    """[ln lower, ln upper] containing ln delta(epsilon) of the worst of the given compositions.
+
+    On ``GRID_FACTOR`` times the per-step scale first; unless ``grid`` or ``grid_factor`` is given, the grid
+    is then refined (at most twice, as :func:`epsilon_bounds` does) until the width of ln delta is about
+    ``target_width``: both discretisations err at second order, so by about (target / width)^(1/2), counting
+    only the part of the width between the two compositions' values without error terms.  Far in the tail
+    the tilt grows, and the grid a relative width needs with it (1e-6 at delta = 1e-144 on the 16-fold
+    Gaussian took a grid of 5e-5 of its scale)."""
+    gf = GRID_FACTOR if grid_factor is None else grid_factor
+    adaptive = grid is None and grid_factor is None
+    live = []
     for parts in directions:
         max_loss = float(sum(k * s.max_loss for s, k in parts))
-        if epsilon >= max_loss:  # delta = P(S = inf) = 0 for these laws (no mass at +inf)
-            continue
-        ts = compose_parts(parts, eps=epsilon, grid=grid, grid_factor=grid_factor)
-        upper = max(upper, ts[True].log_delta_bound(epsilon))
-        lower = max(lower, ts[False].log_delta_bound(epsilon))
+        if epsilon < max_loss:  # else delta = P(S = inf) = 0 for these laws (no mass at +inf)
+            live.append(parts)
+    if not live:
+        return -math.inf, -math.inf
+
+    def one(parts: Parts, gfac: float, cap: int = 0) -> tuple[float, float, float, float]:
+        ts = compose_parts(parts, eps=epsilon, grid=grid, grid_factor=gfac, max_points=cap)
+        lo = ts[False].log_delta_bound(epsilon)
+        hi = ts[True].log_delta_bound(epsilon)
+        disc = max(ts[True].approx_log_delta(epsilon) - ts[False].approx_log_delta(epsilon), 0.0)
+        return min(lo, hi), hi, disc, ts[True].grid, max(t.out.size for t in ts.values())
+
+    res = [one(p, gf) for p in live]
+    for _ in range(2):
+        lower, upper = max(r[0] for r in res), max(r[1] for r in res)
+        width = upper - lower
+        if not (adaptive and math.isfinite(upper) and math.isfinite(lower) and width > target_width):
+            break
+        worst = max(range(len(live)), key=lambda i: res[i][1])
+        disc = res[worst][2]
+        fixed = max(width - disc, 0.0)
+        goal = 0.8 * max(target_width - fixed, 0.3 * fixed, 0.25 * target_width)
+        if disc <= 1.25 * goal:
+            break
+        factor = min(1.0, max(1.0 / 16.0, (goal / disc) ** 0.5))
+        factor = max(factor, res[worst][4] / _REFINE_POINTS)  # the FFT window grows as the grid shrinks
+        if factor >= 0.95:
+            break
+        gf = gf * factor
+        # every direction that can still be the largest is recomputed on the finer grid, with at most
+        # _REFINE_POINTS points per factor and about as many in the FFT's window (q = 1e-3, sigma = 1.1,
+        # 10^5 steps needs 30 times the points for 1e-5 at delta = 1e-17); where that binds, the interval
+        # stays wider
+        new = [one(p, gf, _REFINE_POINTS) if r[1] > lower else r for p, r in zip(live, res)]
+        if all(n[3] >= r[3] * 0.999 for n, r in zip(new, res) if n is not r):
+            break  # the cap held the grid: nothing gained
+        res = [n if n[1] - n[0] <= r[1] - r[0] else r for n, r in zip(new, res)]
+    lower, upper = max(r[0] for r in res), max(r[1] for r in res)
     return min(lower, upper), upper
 
 
