@@ -469,6 +469,17 @@ def log_delta_bounds(directions: Sequence[Parts], epsilon: float, *, grid: float
     return min(lower, upper), upper
 
 
+def clear_caches() -> None:
+    """Forget every cached factor, half-cell mass and steering result (benchmarks time cold calls)."""
+    from dpkit.accounting import _tilted_laws
+
+    _STAGE_CACHE.clear()
+    _STEER_CACHE.clear()
+    _FINE_LAMBDA.clear()
+    _tilted_laws._FACTOR_CACHE.clear()
+    _tilted_laws._CELLS_CACHE.clear()
+
+
 def grid_for(directions: Sequence[Parts], delta: float, grid_factor: float) -> float:
     """The grid ``grid_factor`` times the smallest per-step scale over the directions (to hold fixed
     while a calibration varies a parameter)."""
