@@ -104,6 +104,10 @@ def discretize(i_lo: int, n: int, grid: float, half_p: Array | None, half_q: Arr
     if n < 2:
         raise ValueError("a grid needs at least two points.")
     losses = (i_lo + np.arange(n)) * g
+    if max(abs(float(losses[0])), abs(float(losses[-1]))) > 705.0:
+        raise ValueError(f"the grid reaches losses of {max(abs(float(losses[0])), abs(float(losses[-1]))):.4g}; "
+                         "beyond 705, e^-loss over- or underflows: cut the law's range (its tails are bounded "
+                         "separately) or use a closed form for so small a noise.")
     y = np.exp(-losses)
     one_minus = -math.expm1(-g)  # 1 - e^{-g}
     h = y[:-1] * one_minus  # y_j - y_{j+1}
@@ -184,20 +188,13 @@ def discretize(i_lo: int, n: int, grid: float, half_p: Array | None, half_q: Arr
     gamma = np.minimum(np.maximum(gap_hi, gap_lo) * (1.0 + 1e-9) + step, r_at)
     # the lowest-loss end of the support (largest y): beyond it R is linear, with slope the total mass, and
     # lowering R there would raise E[Y] (the second law's mass) for every larger t, an error of the first
-    # order that composition multiplies (10^6 steps of q = 1e-3, sigma = 0.8: epsilon 9.23 for 9.69).  The
-    # tangents at the upper y end of the first two cells instead: point c is not lowered, point c + 1 by
-    # E_P[Y - y_{c+1}; cell c] (``edge``: where the tangent at y_c passes), point c + 2 by the larger of
-    # E_P[Y - y_{c+2}; cell c + 1] and its right cell's gap.  Every chord then lies below a tangent of its
-    # cell, hence below R, and E[Y] is exact (the other lowerings are mean-preserving contractions)
+    # order that composition multiplies (10^6 steps of q = 1e-3, sigma = 0.8: epsilon 9.23 for 9.69); so point
+    # c (the first occupied cell's upper y end) is not lowered, and the cells after it are swept so that no
+    # mass goes negative there (the hull step would push the deficit back to c): see :func:`_edge_sweep`
     if pc is not None and qc is not None and occupied.any():
         c = int(np.argmax(occupied))
         if c + 1 < n and not pinned[:c].any() and step[c] == 0.0:
-            edge = max(float(qc[c] - y[c + 1] * pc[c]), 0.0) * (1.0 + 1e-9)
-            gamma[c] = 0.0
-            gamma[c + 1] = min(edge, r_at[c + 1])
-            if c + 2 < n:  # cell c + 1 by its tangent at y_{c+1} too (gap 0 there, this at y_{c+2})
-                nxt = max(float(qc[c + 1] - y[c + 2] * pc[c + 1]), 0.0)
-                gamma[c + 2] = min(max(gap_hi[c + 2], nxt) * (1.0 + 1e-9), r_at[c + 2])
+            _edge_sweep(gamma, c, mass, h, pc, qc, y, gap_hi, gap_lo, r_at)
     if pinned.any() and not pinned.all():
         idx = np.nonzero(pinned)[0][::-1]  # increasing y
         gamma = np.interp(y, np.append(0.0, y[idx]), np.append(0.0, gamma[idx]))
@@ -214,15 +211,57 @@ def discretize(i_lo: int, n: int, grid: float, half_p: Array | None, half_q: Arr
     return ext[:-1], float(ext[-1]), delta_error + float(dropped_at.sum()) + snapped
 
 
-def _lower_hull(ext: Array, y: Array, rounds: int = 10000) -> Array:
+#: how many cells past the lowest-loss end :func:`_edge_sweep` adjusts before the general rule takes over
+_EDGE_CELLS = 64
+
+
+def _edge_sweep(gamma: Array, c: int, mass: Array, h: Array, pc: Array, qc: Array, y: Array, gap_hi: Array,
+                gap_lo: Array, r_at: Array) -> None:
+    """The optimistic lowering ``gamma`` (in place) next to the lowest-loss end c of the support.
+
+    Point c keeps gamma = 0 (so E[Y] is exact), which forces the tangent at y_c on cell c and gamma_{c+1}
+    = E_P[Y - y_{c+1}; cell c] (``edge``; no less: the chord must lie below that tangent; no more: the mass
+    at c, E_P[Y - y_{c+1}; cell c] / h_c by connect the dots, would go negative).  On each next cell j any
+    line below R on it serves: the tangent at y_j (gaps 0 at y_j and E_P[Y - y_{j+1}; cell j] at y_{j+1}),
+    the midpoint tangent (gaps ``gap_hi[j]``, ``gap_lo[j+1]``) and every convex combination of the two (a
+    mean of two lines below R is below R).  Where gamma_j is below the midpoint tangent's gap the
+    combination that fits gamma_j is used; gamma_{j+1} is then the larger of what that line needs and the
+    next midpoint gap, but at most what keeps the mass at j non-negative
+    (gamma_{j+1} <= gamma_j + h_j (m_j + (gamma_j - gamma_{j-1}) / h_{j-1})), never below what the line needs.
+    Where the density rises steeply from the end of the support (the subsampled Gaussian's removal law at
+    ln(1 - q)) the midpoint gaps grow faster than the masses, and without this sweep the hull step lowered
+    point c (1e-9 of E[Y] per step at q = 1e-3, a first-order error in epsilon's lower end).  The sweep stops
+    where the midpoint tangent fits and the general rule's gamma_{j+1} is kept."""
+    n = gamma.size
+    tol = 1.0 + 1e-9
+    gamma[c] = 0.0
+    gamma[c + 1] = min(max(float(qc[c] - y[c + 1] * pc[c]), 0.0) * tol, float(r_at[c + 1]))
+    for j in range(c + 1, min(c + 1 + _EDGE_CELLS, n - 1)):
+        g_j = float(gamma[j])
+        top = max(float(qc[j] - y[j + 1] * pc[j]), 0.0)  # the tangent at y_j, at y_{j+1}
+        u_mid, l_mid = float(gap_hi[j]) * tol, float(gap_lo[j + 1])
+        fits = g_j >= u_mid
+        low = l_mid if fits else (g_j / u_mid) * l_mid + (1.0 - g_j / u_mid) * top
+        need = low * tol
+        cap = g_j + float(h[j]) * (float(mass[j]) + (g_j - float(gamma[j - 1])) / float(h[j - 1]))
+        general = max(float(gap_hi[j + 1]), l_mid) * tol if j + 1 < n - 1 else need
+        new = max(need, min(general, cap))
+        gamma[j + 1] = min(new, float(r_at[j + 1]))
+        if fits and new >= general:
+            break  # the general rule's gamma from here on
+
+
+def _lower_hull(ext: Array, y: Array, rounds: int = 10000, negligible: float = 1e-20) -> Array:
     """Remove negative masses (concave kinks) in place by lowering each such point to its
     neighbours' chord; ``ext[-1]`` is the mass at +inf (y = 0).  Returns the negative mass left
     (dropped) at each point, to be counted as numerical error.  Works on the negative points and their neighbours
-    only, odd and even positions in turn so that no two neighbours move at once."""
+    only, odd and even positions in turn so that no two neighbours move at once.  Once the negative mass left
+    is below ``negligible`` in all it is dropped (and counted) as it is: a deficit of a few ulps bouncing
+    off the first point took thousands of rounds to reach the underflow."""
     n = ext.size
     todo = np.nonzero(ext[:-1] < 0)[0]
     for _ in range(rounds):
-        if todo.size == 0:
+        if todo.size == 0 or -float(np.sum(ext[todo])) < negligible:
             break
         if todo[0] == 0:  # beyond the first point R' may drop freely: move the deficit to point 1
             ext[1] += ext[0]
@@ -271,8 +310,12 @@ def normal_cells(edges: Array, mean: float, sd: float) -> Array:
     """N(mean, sd^2) masses of (e_k, e_{k+1}], from the tail on the side away from the mean (two
     ndtr calls per edge, each accurate to a few ulps relative)."""
     z = (edges - mean) / sd
-    below, above = special.ndtr(z), special.ndtr(-z)
-    return np.where(z[:-1] > 0, above[:-1] - above[1:], below[1:] - below[:-1])
+    tail = special.ndtr(-np.abs(z))  # ndtr(-z) above the mean, ndtr(z) below it: one call per edge
+    out = np.where(z[:-1] > 0, tail[:-1] - tail[1:], tail[1:] - tail[:-1])
+    across = np.nonzero((z[:-1] <= 0) & (z[1:] > 0))[0]  # the cell holding the mean: ndtr(z1) - ndtr(z0)
+    if across.size:
+        out[across] = special.ndtr(z[across + 1]) - special.ndtr(z[across])
+    return out
 
 
 def gaussian_law(mu: float, tail: float, *, both_sides: bool = False) -> LossLaw:
@@ -325,17 +368,23 @@ def discretize_law(law: LossLaw, grid: float, *, pessimistic: Sequence[bool] = (
     return out
 
 
-def discretize_range(law: LossLaw, grid: float, lo: float, hi: float, *, pessimistic: Sequence[bool] = (True, False)
-                     ) -> dict[bool, tuple[int, Array, float, float, Array]]:
-    """(offset, mass, infinity_mass, delta_error, nu) of ``law`` restricted to losses <= ``hi``, on the
-    grid covering [lo, hi], for each pessimism asked for (one evaluation of the half-cell masses).
+@dataclass(frozen=True)
+class RangeCells:
+    """The half-cell masses of a law on the grid covering [lo, hi] (what :func:`discretize_range` needs;
+    computed once and shared by the pessimistic and optimistic discretisations)."""
 
-    The lower tail (losses below the first point) is rounded up onto it (pessimistic) or dropped
-    (optimistic), both of which keep the order of the module docstring.  The upper tail beyond the
-    last point is **left out** of both: the caller bounds its contribution (the tilted accountant adds
-    an analytic bound on its exponential moment to the pessimistic delta; leaving mass out only lowers
-    the optimistic one).  ``nu`` is the position-aware rounding vector of :func:`discretize`.
-    """
+    i_lo: int
+    n: int
+    p: Array  # P-mass below the first edge, of each half cell, above the last edge
+    q: Array
+    below: float  # P-mass with loss below the first point (continuous part and atoms)
+    atom_loss: Array
+    atom_mass: Array
+    infinity_mass: float
+
+
+def range_cells(law: LossLaw, grid: float, lo: float, hi: float) -> RangeCells:
+    """The half-cell masses of ``law`` on the grid covering [lo, hi] (see :func:`discretize_range`)."""
     i_lo = math.floor(lo / grid) - 1
     i_hi = math.ceil(hi / grid) + 1
     n = i_hi - i_lo + 1
@@ -350,10 +399,30 @@ def discretize_range(law: LossLaw, grid: float, lo: float, hi: float, *, pessimi
         elif loss <= edges[-1]:
             inside_l.append(loss)
             inside_m.append(m)
+    return RangeCells(i_lo, n, p, q, below, np.array(inside_l), np.array(inside_m), law.infinity_mass)
+
+
+def discretize_range(law: LossLaw | None, grid: float, lo: float, hi: float, *,
+                     pessimistic: Sequence[bool] = (True, False), cells: RangeCells | None = None
+                     ) -> dict[bool, tuple[int, Array, float, float, Array]]:
+    """(offset, mass, infinity_mass, delta_error, nu) of ``law`` restricted to losses <= ``hi``, on the
+    grid covering [lo, hi], for each pessimism asked for (one evaluation of the half-cell masses, or
+    ``cells`` from :func:`range_cells` on the same grid and range).
+
+    The lower tail (losses below the first point) is rounded up onto it (pessimistic) or dropped
+    (optimistic), both of which keep the order of the module docstring.  The upper tail beyond the
+    last point is **left out** of both: the caller bounds its contribution (the tilted accountant adds
+    an analytic bound on its exponential moment to the pessimistic delta; leaving mass out only lowers
+    the optimistic one).  ``nu`` is the position-aware rounding vector of :func:`discretize`.
+    """
+    if cells is None:
+        assert law is not None
+        cells = range_cells(law, grid, lo, hi)
+    c = cells
     out = {}
     for pess in pessimistic:
-        res = discretize(i_lo, n, grid, p[1:-1], q[1:-1], np.array(inside_l), np.array(inside_m),
-                         below if pess else 0.0, 0.0, law.infinity_mass, pessimistic=pess, positional=True)
+        res = discretize(c.i_lo, c.n, grid, c.p[1:-1], c.q[1:-1], c.atom_loss, c.atom_mass,
+                         c.below if pess else 0.0, 0.0, c.infinity_mass, pessimistic=pess, positional=True)
         mass, inf, eta, nu = res  # type: ignore[misc]
-        out[pess] = (i_lo, mass, inf, eta, nu)
+        out[pess] = (c.i_lo, mass, inf, eta, nu)
     return out

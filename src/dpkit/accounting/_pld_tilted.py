@@ -74,6 +74,8 @@ Array = NDArray[np.float64]
 _U = 2.0**-53
 _U_EXT = float(np.finfo(np.longdouble).eps) / 2.0
 _FFT_C = 10.0
+#: how far below delta (in ln) what wraps around the FFT's circle is kept: e^{-20} = 2e-9 relative
+_MARGIN = 20.0
 
 
 def _lse(x: Array) -> float:
@@ -169,6 +171,8 @@ class Tilted:
     width: float  # W = N grid: the circle's length in loss units (a mass wraps by multiples of W)
     cut_hi: bool  # is there composed mass above the window?
     log_below: float  # ln bound, in delta units, on what mass below the window adds by wrapping (optimistic)
+    below_theta: float  # theta of the Chernoff bound on the tilted mass below the window (0: none)
+    below_K: float  # K(lam - theta) of these factors
     alias_lam: float  # lambda' > lam of the Chernoff bound on mass wrapping down from above (optimistic)
     alias_K: float  # sum_i k_i ln M_i(lambda') of these factors
     log_tail: float  # ln sum_i k_i tau_i / M_i (pessimistic: added as e^{C - lam eps + .})
@@ -228,7 +232,7 @@ class Tilted:
             log_p = self.C + _lse(np.log(out[keep]) + lp)
             log_p2 = 0.5 * _lse(2.0 * lp) if lp.size else -math.inf
         sum_rel = (lp.size + 16) * 4.0 * _U + self.rel
-        above = self.C - lam * (self.start + self.out.size - 1) * self.grid if self.cut_hi else -math.inf
+        above = self._log_above()
         terms = [log_p + math.log1p(sum_rel), rest, above, self.C - lam * x + self.log_tail]
         if self.err2 > 0:
             terms.append(self.C + log_p2 + math.log(self.err2))
@@ -255,7 +259,7 @@ class Tilted:
             log_fft = float(np.logaddexp(log_fft, self.C - lam * float(s[-1] if s.size else eps)
                                          - 0.5 * math.log(-math.expm1(-2.0 * lam * g)) + math.log(self.err2)))
         # the pessimistic law's mass above the window (tilted total <= 1): at most e^{C - lam s_top}
-        log_above_term = self.C - lam * (self.start + self.out.size - 1) * g if self.cut_hi else -math.inf
+        log_above_term = self._log_above()
         log_tail_term = self.C - lam * eps + self.log_tail
         # rounding of the factors' masses: eta P(S > eps - g); mass removed near the bottom of each factor
         # (within nu_reach of its lowest loss): nu_low P(S > eps - nu_reach); the rest by Chernoff
@@ -282,6 +286,17 @@ class Tilted:
             return float(np.logaddexp(finite, math.log(self.infinity_mass)))
         return finite
 
+    def _log_above(self) -> float:
+        """ln of a bound on the composed mass above the window (pessimistic law; in delta units, weight <= 1):
+        Chernoff at the tilt, e^{C - lam s_top}, or at lambda', e^{K(lam') - lam' s_top}."""
+        if not self.cut_hi:
+            return -math.inf
+        top = (self.start + self.out.size - 1) * self.grid
+        out = self.C - self.lam * top
+        if self.alias_lam > self.lam and math.isfinite(self.alias_K):
+            out = min(out, self.alias_K - self.alias_lam * top)
+        return out
+
     def log_alias(self, eps: float) -> float:
         """ln of a bound, in delta units, on what wrap-around adds to the window's delta(eps) (>= 0).
 
@@ -289,8 +304,19 @@ class Tilted:
         weight is at most e^{-lam p}; in delta units the mass e^{C} mu~_s weighs e^{lam s} m_s.  From
         below: sum_j e^{-lam j W} P(S < window) <= e^{-lam W} / (1 - e^{-lam W}).  From above, landing
         above eps needs s > eps + j W, and P(S > x) <= e^{K(lam') - lam' x} (Chernoff), so the sum is at
-        most e^{K(lam') - lam' eps} e^{-theta W} / (1 - e^{-theta W}), theta = lam' - lam."""
-        terms = [self.log_below]
+        most e^{K(lam') - lam' eps} e^{-theta W} / (1 - e^{-theta W}), theta = lam' - lam.
+
+        From below also (whichever is smaller): every landing point p of a mass at s below the window with
+        p > eps weighs at most e^{C - lam eps} mu~_s, the landing points of one s are W apart, and the tilted
+        mass below the window's bottom a is at most e^{K(lam - theta) - K(lam) + theta a} for theta > 0
+        (Chernoff on the lower tail; K exists at every argument for the cut factors), so the sum is at most
+        e^{K(lam - theta) - lam eps + theta a} / (1 - e^{-lam W})."""
+        below = self.log_below
+        if self.below_theta > 0 and math.isfinite(self.below_K) and self.lam > 0:
+            a = self.start * self.grid
+            below = min(below, self.below_K - self.lam * eps + self.below_theta * a
+                        - math.log(-math.expm1(-self.lam * self.width)))
+        terms = [below]
         if self.alias_lam > self.lam:
             th = self.alias_lam - self.lam
             x = th * self.width
@@ -312,11 +338,78 @@ def _trimmed(f: Factor) -> Factor:
                   lam_max=f.lam_max)
 
 
+#: the tilts lambda' (lam + d max(lam, 2 / sd)) tried for the Chernoff bound on what wraps from above
+_LAM_STEPS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+#: how thin (ln, relative to its peak) the tilted law may be at the answer when a smaller tilt is chosen
+_THIN = 10.0
+
+
+def _window_above(logs: Sequence[tuple[Array, Array, int]], lam: float, cands: Sequence[float], x_low: float,
+                  target: float) -> tuple[float, float, float]:
+    """(w, lambda', K(lambda')): the shortest window from the Chernoff bound on the mass that wraps down from
+    above, e^{K(lam') - lam' x_low - (lam' - lam) W} <= e^{target}, over the candidate lambda' > lam."""
+    best = (math.inf, lam, math.inf)
+    for lp in cands:
+        if lp <= lam:
+            continue
+        Kp = math.fsum(k * _lse(lm + lp * l) for lm, l, k in logs)
+        w = (Kp - lp * x_low - target) / (lp - lam)
+        if w < best[0]:
+            best = (w, lp, Kp)
+    return best
+
+
+def _window_tilt(logs: Sequence[tuple[Array, Array, int]], lam: float, lam_min: float, center: float,
+                 target: float, g: float) -> tuple[float, float, float, float]:
+    """(FFT tilt, w_above, lambda', K(lambda')): the tilt in [lam_min, lam] whose window
+    max((-target) / tilt, w_above(tilt)) is shortest (ties to the larger tilt, where the tilted mass at the
+    answer is thickest).  At the saddle tilt lam the law's upper tail beyond the answer decays no faster than
+    e^{-lam x}, so what wraps down from above is amplified by e^{lam W}; with heavy jumps (q = 1e-3) a
+    smaller tilt needs the shorter window, with light ones (many steps) the saddle tilt itself."""
+    alphas = (1.0, 0.9, 0.75, 0.6, 0.5)
+    cands = sorted({lam * a for a in alphas + (1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 9.0, 14.0)})
+    ks = [(lp, math.fsum(k * _lse(lm + lp * l) for lm, l, k in logs)) for lp in cands]
+    kd = dict(ks)
+    # the tilted law's sd at lam, for the lowest eps of interest, center - 2 sd (a second difference of K
+    # is no good: where jumps dominate, K grows by orders of magnitude just past the saddle tilt)
+    var = 0.0
+    for lm, l, k in logs:
+        t = lm + lam * l
+        w = np.exp(t - _lse(t))
+        mu = float(np.dot(w, l))
+        var += k * float(np.dot(w, (l - mu) ** 2))
+    x_low = center - 2.0 * math.sqrt(var)
+    best = None
+    for a in alphas:
+        tilt = lam * a
+        if tilt < lam_min:
+            break
+        # the tilted law at ``tilt`` holds about e^{-I} of its peak at the answer, I = (lam - tilt) center
+        # - K(lam) + K(tilt) (Chernoff; 0 at the saddle tilt): the FFT's error is relative to the peak
+        if a < 1.0 and (lam - tilt) * center - kd[lam] + kd[tilt] > _THIN:
+            break
+        w_above, lp_best, K_best = math.inf, tilt, math.inf
+        for lp, Kp in ks:
+            if lp > tilt * 1.05:
+                w = (Kp - lp * x_low - target) / (lp - tilt)
+                if w < w_above:
+                    w_above, lp_best, K_best = w, lp, Kp
+        W = max(-target / tilt, w_above, 64 * g)
+        if best is None or W < 0.95 * best[0]:
+            best = (W, tilt, w_above, lp_best, K_best)
+    assert best is not None
+    return best[1], best[2], best[3], best[4]
+
+
 def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: float | None = None,
-                   log_delta: float | None = None, extended: bool | None = None) -> Tilted:
+                   log_delta: float | None = None, extended: bool | None = None,
+                   lam_min: float | None = None) -> Tilted:
     """The tilted composition of ``k_i`` copies of each factor (same grid, same pessimism), in an FFT
     window around ``center`` (the eps of interest) long enough that wrap-around is negligible next to
-    ``log_delta`` (see :meth:`Tilted.log_alias`)."""
+    ``log_delta`` (see :meth:`Tilted.log_alias`).
+
+    With ``lam_min`` (and ``center``, ``log_delta``), the tilt is chosen in [lam_min, lam] to make that
+    window shortest (:func:`_window_tilt`); every tilt gives certified bounds, this one the cheapest FFT."""
     items = [(_trimmed(f), int(k)) for f, k in parts]
     first = items[0][0]
     g, pess = first.grid, first.pessimistic
@@ -324,15 +417,19 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
         if f.grid != g or f.pessimistic != pess:
             raise ValueError("factors compose only on the same grid and with the same pessimism.")
     lam = float(lam)
+    with np.errstate(divide="ignore"):
+        logs = [(np.log(f.mass), f.losses, k) for f, k in items]
+    chosen = None
+    if lam_min is not None and lam > 0 and center is not None and log_delta is not None and math.isfinite(center):
+        chosen = _window_tilt(logs, lam, float(lam_min), float(center), log_delta - _MARGIN, g)
+        lam = chosen[0]
     # ---- tilted vectors, their moments, and the log-normalisers c_i
     tilted, cs, means, var, rel = [], [], 0.0, 0.0, 0.0
     lo_support = hi_support = 0
     log_tail_terms, nu_terms, eta, pert = [], [], 0.0, 0.0
     nu_low, nu_reach = 0.0, (1.0 / lam if lam > 0 else math.inf)
-    for f, k in items:
-        l = f.losses
-        with np.errstate(divide="ignore"):
-            t = np.log(f.mass) + lam * l
+    for (f, k), (lm, l, _) in zip(items, logs):
+        t = lm + lam * l
         c = _lse(t)
         if not math.isfinite(c):
             raise ValueError("a factor has no finite mass to compose.")
@@ -358,39 +455,52 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
                 with np.errstate(divide="ignore"):
                     nu_t = float(special.logsumexp(np.log(high) + lam * l)) - c
                 nu_terms.append(math.log(k) + nu_t)
-                pert += k * math.exp(nu_t)
+                pert += k * math.exp(min(nu_t, 700.0))
             pert += k * float(np.sum(f.nu[low])) / total
         if pess and f.log_tail is not None:
             lt = f.log_tail(lam) - c
             if lt > -math.inf:
                 log_tail_terms.append(math.log(k) + lt)
-                pert += k * math.exp(lt)
+                pert += k * math.exp(min(lt, 700.0))
     C = float(sum(k * c for (f, k), c in zip(items, cs)))
     sd = math.sqrt(var) if var > 0 else g
     # ---- the window (see Tilted.log_alias): its length W makes what wraps onto it negligible next to
-    # delta = e^{log_delta}: e^{-lam W} <= delta e^{-30} (from below) and, for the best lambda' up to the
-    # factors' cut, e^{K(lam') - lam' (eps - 2 sd) - (lam' - lam) W} <= delta e^{-30} (from above); it ends
-    # 30 / lam above eps (the pessimistic law's mass above it is then negligible too)
+    # delta = e^{log_delta}: e^{-lam W} <= delta e^{-M} (from below) and, for the best lambda' > lam,
+    # e^{K(lam') - lam' (eps - 2 sd) - (lam' - lam) W} <= delta e^{-M} (from above), M = _MARGIN; it ends
+    # M / lam above eps (the pessimistic law's mass above it is then negligible too).  K is the cumulant
+    # of the factors as given (their upper tails cut off), which is what the FFT composes, so any lambda'
+    # is valid: the best is usually several times lam, where the cut factors' tails are light
     eps0 = means if center is None or not math.isfinite(center) else float(center)
-    target = (log_delta if log_delta is not None else C - lam * eps0 - 5.0) - 30.0
-    lam_cap = min(f.lam_max for f, _ in items)
+    target = (log_delta if log_delta is not None else C - lam * eps0 - 5.0) - _MARGIN
     w_below = -target / lam if lam > 0 else math.inf
-    w_above, alias_lam, alias_K = math.inf, lam, math.inf
-    top = lam_cap if math.isfinite(lam_cap) else 2.0 * lam + 4.0
-    cands = [lam + f * (top - lam) for f in (0.25, 0.5, 0.75, 1.0)] if top > lam else []
-    for lp in cands:
-        Kp = 0.0
-        for f, k in items:
-            with np.errstate(divide="ignore"):
-                Kp += k * _lse(np.log(f.mass) + lp * f.losses)
-        w = (Kp - lp * (eps0 - 2.0 * sd) - target) / (lp - lam)
-        if w < w_above:
-            w_above, alias_lam, alias_K = w, lp, Kp
-    W = max(w_below, w_above, 8.0 * sd, 64 * g)
-    # the pessimistic law's mass above the window is added as e^{C - lam a_hi}: below delta e^{-30} there
-    a_hi = eps0 + 2.0 * sd + (30.0 / lam if lam > 0 else 8.0 * sd)
+    if chosen is not None:
+        _, w_above, alias_lam, alias_K = chosen
+    else:
+        w_above, alias_lam, alias_K = _window_above(logs, lam, [lam + d * max(lam, 2.0 / sd) for d in _LAM_STEPS],
+                                                    eps0 - 2.0 * sd, target)
+    # the pessimistic law's mass above the window is added as min(e^{C - lam a_hi}, e^{K(lam') - lam' a_hi})
+    # (Chernoff at the tilt and at lam'): below delta e^{-M} there
+    a_hi = eps0 + 2.0 * sd + (0.0 if lam > 0 else 6.0 * sd)
     if lam > 0:
-        a_hi = max(a_hi, (C - target) / lam)
+        a_hi = max(a_hi, min((C - target) / lam, (alias_K - target) / alias_lam if alias_lam > lam else math.inf))
+    # from below (Tilted.log_alias): the bottom a low enough that e^{K(lam - theta) - lam e + theta a} is
+    # below delta e^{-M} for the lowest eps of interest e = eps0 - 2 sd, the best of a few theta > 0; with a
+    # small tilt (lam sd ~ 1: sigma = 1e4, or large delta) this is a few sd below the tilted mean where
+    # e^{-lam W} <= delta e^{-M} alone asked for hundreds
+    below_theta, below_K = 0.0, math.inf
+    if lam > 0:
+        e_low = min(eps0, means) - 2.0 * sd
+        best_a = -math.inf
+        for th in sorted({lam * f for f in (0.25, 0.5, 1.0, 2.0, 4.0)} | {f / sd for f in (2.0, 4.0, 8.0, 16.0)}):
+            Kb = math.fsum(k * _lse(lm + (lam - th) * l) for lm, l, k in logs)
+            a = (target - Kb + lam * e_low) / th
+            if a > best_a:
+                best_a, below_theta, below_K = a, th, Kb
+        w_below = min(w_below, a_hi - best_a)
+    # long enough for the wrap-around bounds, and reaching 8 sd below the tilted law's mean and the answer
+    # (with a large tilt, e^{C - lam a_hi} alone put the window's top so far up that its bottom missed
+    # the answer: sigma = 1e4)
+    W = max(w_below, w_above, 64 * g, a_hi - (min(means, eps0) - 8.0 * sd))
     if not math.isfinite(W):  # no tilt: nothing below the window may wrap, so it starts at the support's bottom
         W = a_hi - lo_support * g
     a_lo = a_hi - W
@@ -461,65 +571,99 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
         la = np.log(out) - lam * s
     suf_a = np.logaddexp.accumulate(la[::-1])[::-1]
     suf_b = np.logaddexp.accumulate((la - s)[::-1])[::-1]
-    return Tilted(grid=g, lam=lam, start=lo_i, out=_readonly(out), C=C, err2=err2, rel=rel, width=Wl, log_below=log_below, cut_hi=cut_hi,
+    return Tilted(grid=g, lam=lam, start=lo_i, out=_readonly(out), C=C, err2=err2, rel=rel, width=Wl, log_below=log_below, below_theta=below_theta, below_K=below_K, cut_hi=cut_hi,
                   alias_lam=alias_lam, alias_K=alias_K, nu_low=nu_low, nu_reach=nu_reach,
                   log_tail=log_tail, log_nu=log_nu, eta=eta, second=math.exp(min(2.0 * pert, 700.0)) * (1.0 + 1e-9),
                   infinity_mass=min(inf_mass, 1.0), pessimistic=pess, max_loss=max_loss,
                   log_suffix_a=_readonly(suf_a), log_suffix_b=_readonly(suf_b))
 
 
+class Cumulants:
+    """lambda -> (K, K', K''): sums over the factors of k ln M(lambda), k times the tilted mean and variance,
+    with the factors' log masses computed once (steering only: the root finders below call it a few times)."""
+
+    def __init__(self, parts: Sequence[tuple[Factor, int]]) -> None:
+        with np.errstate(divide="ignore"):
+            self._logs = [(np.log(f.mass), f.losses, int(k)) for f, k in parts]
+        self._memo: dict[float, tuple[float, float, float]] = {}
+
+    def __call__(self, lam: float) -> tuple[float, float, float]:
+        lam = float(lam)
+        if lam in self._memo:
+            return self._memo[lam]
+        K = mean = var = 0.0
+        for lm, l, k in self._logs:
+            t = lm + lam * l
+            c = _lse(t)
+            w = np.exp(t - c)
+            mu = float(np.dot(w, l))
+            K += k * c
+            mean += k * mu
+            var += k * float(np.dot(w, (l - mu) ** 2))
+        out = (K, mean, var)
+        if len(self._memo) > 64:
+            self._memo.clear()
+        self._memo[lam] = out
+        return out
+
+
 def _exact_moments(parts: Sequence[tuple[Factor, int]], lam: float) -> tuple[float, float, float]:
     """(K, K', K'') at lam: sums over the factors of k ln M, k times the tilted mean and variance."""
-    K = mean = var = 0.0
-    for f, k in parts:
-        l = f.losses
-        with np.errstate(divide="ignore"):
-            t = np.log(f.mass) + lam * l
-        c = _lse(t)
-        w = np.exp(t - c)
-        mu = float(np.dot(w, l))
-        K += k * c
-        mean += k * mu
-        var += k * float(np.dot(w, (l - mu) ** 2))
-    return K, mean, var
+    return Cumulants(parts)(lam)
+
+
+def solve_increasing(f, target: float, x0: float, rtol: float = 1e-4,  # type: ignore[no-untyped-def]
+                     saturate: bool = False) -> tuple[float, bool]:
+    """(x, hit): the root x > 0 of the increasing f(x) = (value, slope) = target, by Newton steps from x0
+    kept inside a bracket (a step leaving it is replaced by bisection in ln x, or by a factor of 8 while
+    the bracket is open), between 1e-8 and 1e7.  ``hit`` is False where the root is outside that range (x is
+    then the end reached) or, with ``saturate``, where f stops growing (an atom at the largest loss)."""
+    lo, hi = 0.0, math.inf
+    x = min(max(float(x0), 1e-8), 1e7)
+    last_hi_val = None
+    for _ in range(80):
+        val, slope = f(x)
+        if val < target:
+            lo = max(lo, x)
+        else:
+            hi = min(hi, x)
+        if val >= target and x <= 1e-8:
+            return x, False
+        if val < target and x >= 1e7:
+            return x, False
+        if val < target and hi == math.inf:
+            if saturate and last_hi_val is not None and val - last_hi_val < 1e-9 * max(1.0, abs(val)):
+                return x, False
+            last_hi_val = val
+        step = (target - val) / slope if slope > 0 else math.inf
+        x_new = x + step
+        if not (lo < x_new < hi) or not math.isfinite(x_new):
+            if hi == math.inf:
+                x_new = min(x * 8.0, 1e7)
+            elif lo == 0.0:
+                x_new = max(x / 8.0, 1e-8)
+            else:
+                x_new = math.sqrt(lo * hi)
+        if abs(x_new - x) <= rtol * x or (lo > 0 and hi / lo < 1.0 + rtol):
+            return x, True  # the last point evaluated (within rtol of the root)
+        x = x_new
+    return x, True
 
 
 def saddle_lambda(parts: Sequence[tuple[Factor, int]], log_delta: float, block_loss: float = 0.0,
                   hint: float | None = None) -> tuple[float, float, float]:
     """(lambda, eps, sd): the tilt of the Chernoff bound for delta, lambda K'(lambda) - K(lambda)
     + ln(1 + lambda) = -ln delta (the exponent of delta <= e^{K - lambda eps} / (1 + lambda) at
-    eps = K'(lambda); the left side increases with lambda), by bisection in ln lambda on the factors' exact
-    tilted moments.  Robust where the tilted law is far from normal (atoms at the largest loss, heavy
-    jumps); only steers the computation, never certifies."""
-    target = -log_delta
+    eps = K'(lambda); the left side increases with lambda, its slope is lambda K'' + 1 / (1 + lambda)), by
+    safeguarded Newton steps (:func:`solve_increasing`) on the factors' exact tilted moments.  Robust where
+    the tilted law is far from normal (atoms at the largest loss, heavy jumps); only steers the
+    computation, never certifies."""
+    cum = parts if isinstance(parts, Cumulants) else Cumulants(parts)
 
-    def h(lam: float) -> tuple[float, float, float]:
-        K, m, v = _exact_moments(parts, lam)
-        return lam * m - K + math.log1p(lam), m, v
+    def h(lam: float) -> tuple[float, float]:
+        K, m, v = cum(lam)
+        return lam * m - K + math.log1p(lam), lam * v + 1.0 / (1.0 + lam)
 
-    lo, hi = (hint / 4.0, hint * 4.0) if hint else (1e-3, 1e3)
-    h_lo, m_lo, v_lo = h(lo)
-    while h_lo > target and lo > 1e-8:
-        lo /= 8.0
-        h_lo, m_lo, v_lo = h(lo)
-    h_hi, m_hi, v_hi = h(hi)
-    while h_hi < target and hi < 1e7:
-        h_new, m_new, v_new = h(hi * 8.0)
-        if h_new - h_hi < 1e-9 * max(1.0, abs(h_hi)):  # saturated: an atom at the largest loss carries delta
-            break
-        hi, h_hi, m_hi, v_hi = hi * 8.0, h_new, m_new, v_new
-    if h_lo >= target:
-        return lo, m_lo, math.sqrt(max(v_lo, 0.0))
-    if h_hi <= target:
-        return hi, m_hi, math.sqrt(max(v_hi, 0.0))
-    m, v = m_hi, v_hi
-    for _ in range(40):
-        mid = math.sqrt(lo * hi)
-        val, m, v = h(mid)
-        if val < target:
-            lo = mid
-        else:
-            hi = mid
-        if hi / lo < 1.05:
-            break
-    return math.sqrt(lo * hi), m, math.sqrt(max(v, 0.0))
+    lam, _ = solve_increasing(h, -log_delta, hint if hint else 1.0, saturate=True)
+    _, m, v = cum(lam)
+    return lam, m, math.sqrt(max(v, 0.0))

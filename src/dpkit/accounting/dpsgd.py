@@ -383,8 +383,11 @@ def calibrate_sigma(*, epsilon: float, delta: float, sampling_rate: float, steps
     ``steps`` steps at ``sampling_rate`` is at most ``epsilon`` (Opacus ``get_noise_multiplier``, TF Privacy
     ``compute_noise``, done with certified PLD bounds).
 
-    The upper ends are computed on one grid (fixed from the first guess) so that they vary smoothly with
-    sigma; ``interval`` at the answer is then recomputed on the usual adaptive grid.
+    sigma meets the target exactly when the certified (pessimistic) upper bound on delta at ``epsilon`` is
+    at most ``delta`` (then ``epsilon`` itself is a certified upper end of epsilon(delta)); that bound is a
+    smooth function of sigma on a fixed grid, so the boundary is found by regula falsi (Illinois) in
+    ln sigma from a bracket whose feasible end is the RDP calibration (RDP's epsilon is larger).  The grid
+    is fixed from the first guess; ``interval`` at the answer is computed on it too.
 
     Raises
     ------
@@ -398,6 +401,8 @@ def calibrate_sigma(*, epsilon: float, delta: float, sampling_rate: float, steps
     >>> c.interval.upper <= 2.0 < c.beyond_upper and 0.9 < c.value < 1.0
     True
     """
+    from dpkit.accounting.sampled_gaussian import DEFAULT_ORDERS
+
     e, d = _check_target(epsilon, delta)
     q = _check_rate(sampling_rate)
     t = _check_steps(steps)
@@ -407,61 +412,114 @@ def calibrate_sigma(*, epsilon: float, delta: float, sampling_rate: float, steps
     def phase(sig: float) -> DPSGDStep:
         return DPSGDStep(sigma=sig, sampling_rate=q, steps=t, sampling=s, neighboring=n)  # type: ignore[arg-type]
 
-    at_max = math.inf
-    if (s, n) == ("poisson", "add_remove") and q < 1.0:  # the RDP bound is valid too, and cheap at large sigma
-        at_max = float(dpsgd_rdp_epsilon(delta=d, sigma=s_max, sampling_rate=q, steps=t))
+    rdp_ok = (s, n) == ("poisson", "add_remove") and q < 1.0  # the RDP bound is valid too, and cheap
+
+    def rdp(sig: float) -> float:
+        return float(dpsgd_rdp_epsilon(delta=d, sigma=sig, sampling_rate=q, steps=t, orders=DEFAULT_ORDERS))
+
+    at_max = rdp(s_max) if rdp_ok else math.inf
     if at_max > e:
         at_max = min(at_max, _upper_at(phase(s_max), d, None))
     if at_max > e:
         raise ValueError(f"epsilon={e:g} at delta={d:g} is not reachable with sigma <= sigma_max={s_max:g}: there "
                          f"epsilon is {at_max:.6g} after {t} steps at q={q:g}; raise sigma_max, lower the number "
                          "of steps or the sampling rate, or accept a larger epsilon.")
-    # a first guess: the RDP sigma is an upper bound on the answer (RDP's epsilon is larger)
-    lo_s, hi_s = _bracket_sigma(e, d, q, t, s_max)
-    dirs, _, _ = _directions([phase(lo_s)])
+    # a feasible sigma: the RDP calibration (its epsilon is an upper bound), else sigma_max
+    hi_s = _bracket_sigma(rdp, e, s_max) if rdp_ok else s_max
+    dirs, _, _ = _directions([phase(hi_s)])
     grid = None if dirs is None else _solve.grid_for(dirs, d, _solve.GRID_FACTOR)
+    ld = math.log(d)
 
-    def f(sig: float) -> float:
-        return _upper_at(phase(sig), d, grid)
+    def excess(sig: float) -> float:  # ln(certified upper delta at epsilon) - ln(delta): <= 0 meets the target
+        return _log_delta_upper_at(phase(sig), e, grid) - ld
 
-    while f(lo_s) <= e and lo_s > 1e-6:
-        lo_s /= 2.0
-    while f(hi_s) > e:
+    f_hi = excess(hi_s)
+    while f_hi > 0 and hi_s < s_max:
         hi_s = min(2.0 * hi_s, s_max)
-    sig = _solve_monotone(f, lo_s, hi_s, e, increasing=False)
+        f_hi = excess(hi_s)
+    lo_s = hi_s * 0.9
+    f_lo = excess(lo_s)
+    while f_lo <= 0 and lo_s > 1e-6:  # lo_s meets the target too: it is the new feasible end
+        hi_s, f_hi = lo_s, f_lo
+        lo_s = lo_s * 0.7
+        f_lo = excess(lo_s)
+    sig, f_sig = _illinois(excess, lo_s, f_lo, hi_s, f_hi, rel=1e-6)
     beyond = sig * (1.0 - 1e-6)
-    b_up = f(beyond)
-    while b_up <= e:  # the grid's discreteness: step up until the point just below fails
-        sig = sig * (1.0 + 1e-6)
+    while True:  # the evidence: just below sigma, neither bound meets the target (else step down to it)
+        if excess(beyond) > 0:
+            b_up = _upper_at(phase(beyond), d, grid)
+            if b_up > e:
+                break
+        sig = beyond
         beyond = sig * (1.0 - 1e-6)
-        b_up = f(beyond)
-    iv = _interval_on(phase(sig), d, grid)
+    iv = _interval_on(phase(sig), d, grid, cap=e)
     return Calibration("sigma", sig, iv, beyond, b_up, e, d)
 
 
-def _interval_on(phase: DPSGDStep, delta: float, grid: float | None) -> DPSGDInterval:
+def _illinois(f, lo: float, f_lo: float, hi: float, f_hi: float, rel: float  # type: ignore[no-untyped-def]
+              ) -> tuple[float, float]:
+    """(x, f(x)): the end of a bracket [lo, hi] (f(lo) > 0 >= f(hi), f smooth and decreasing in x) on the
+    side f <= 0, narrowed to ``rel`` relative by the Illinois variant of regula falsi in ln x (bisection in
+    ln x when it stalls)."""
+    a, b = math.log(lo), math.log(hi)
+    fa, fb = f_lo, f_hi
+    side = 0
+    for _ in range(100):
+        if b - a <= rel * 0.5:
+            break
+        if math.isfinite(fa) and math.isfinite(fb) and fa != fb:
+            x = b - fb * (b - a) / (fb - fa)
+            x = min(max(x, a + 0.02 * (b - a)), b - 0.02 * (b - a))
+        else:
+            x = 0.5 * (a + b)
+        fx = f(math.exp(x))
+        if fx > 0:
+            a, fa = x, fx
+            if side == -1:
+                fb *= 0.5
+            side = -1
+        else:
+            b, fb = x, fx
+            if side == 1:
+                fa *= 0.5
+            side = 1
+    return math.exp(b), fb
+
+
+def _log_delta_upper_at(phase: DPSGDStep, epsilon: float, grid: float | None) -> float:
+    dirs, mu, _ = _directions([phase])
+    if dirs is None:
+        return log_delta_bounds(float(mu), epsilon)[1]  # type: ignore[arg-type]
+    return _solve.log_delta_upper(dirs, epsilon, grid=grid)
+
+
+def _interval_on(phase: DPSGDStep, delta: float, grid: float | None, cap: float = math.inf) -> DPSGDInterval:
+    """The interval at ``phase`` on ``grid``; ``cap``: an epsilon already certified as an upper end (the
+    calibration target, where the certified delta there is at most ``delta``)."""
     dirs, mu, method = _directions([phase])
     if dirs is None:
         lo, hi = gaussian_epsilon_interval(float(mu), delta)  # type: ignore[arg-type]
-        return DPSGDInterval(lo, hi, method)
+        return DPSGDInterval(min(lo, cap), min(hi, cap), method)
     lo, hi = _solve.epsilon_bounds(dirs, delta, grid=grid)
-    return DPSGDInterval(lo, hi, method)
+    return DPSGDInterval(min(lo, cap), min(hi, cap), method)
 
 
-def _bracket_sigma(e: float, d: float, q: float, t: int, s_max: float) -> tuple[float, float]:
-    """A bracket [lo, hi] for the calibrated sigma from the RDP bound (an upper bound on epsilon, so its
-    sigma is too large) and a lower guess below it."""
-    try:
-        hi = 0.5
-        while hi < s_max and float(dpsgd_rdp_epsilon(delta=d, sigma=hi, sampling_rate=q, steps=t)) > e:
-            hi *= 1.5
-        hi = min(hi, s_max)
-        lo = hi / 1.5
-        while lo > 1e-3 and float(dpsgd_rdp_epsilon(delta=d, sigma=lo, sampling_rate=q, steps=t)) <= e:
-            lo /= 1.5
-        return max(lo * 0.8, 1e-6), hi
-    except Exception:  # pragma: no cover - RDP unavailable for extreme parameters: a wide bracket
-        return 1e-3, s_max
+def _bracket_sigma(rdp, e: float, s_max: float) -> float:  # type: ignore[no-untyped-def]
+    """A sigma meeting the target by the RDP bound (integer orders; an upper bound on epsilon, so the
+    calibrated sigma is at most it), to 1e-3 relative."""
+    hi = 0.5
+    while hi < s_max and rdp(hi) > e:
+        hi *= 1.5
+    hi = min(hi, s_max)
+    lo = hi / 1.5
+    while lo > 1e-3 and rdp(lo) <= e:
+        hi, lo = lo, lo / 1.5
+    for _ in range(40):
+        if hi / lo < 1.001:
+            break
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if rdp(mid) <= e else (mid, hi)
+    return hi
 
 
 def calibrate_sampling_rate(*, epsilon: float, delta: float, sigma: float, steps: int,

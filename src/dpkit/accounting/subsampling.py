@@ -182,11 +182,17 @@ def _g_inv(L: Array, q: float) -> Array:
     """Inverse of :func:`_g`: ln((e^L - (1 - q)) / q), -inf at and below ln(1 - q)."""
     L = np.asarray(L, dtype=np.float64)
     floor = math.log1p(-q) if q < 1 else -math.inf
+    out = np.empty(L.shape)
+    low = L <= floor
+    big = L > 1.0
+    mid = ~(low | big)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        # e^L - (1-q) = q + expm1(L): accurate near L = 0
-        inner = np.where(L > 1.0, L + np.log1p(-(1.0 - q) * np.exp(-np.minimum(L, 700.0))) - math.log(q),
-                         np.log(np.maximum(q + np.expm1(L), 0.0)) - math.log(q))
-    return np.where(L <= floor, -np.inf, np.where(np.isposinf(L), np.inf, inner))
+        # e^L - (1-q) = q + expm1(L): accurate near L = 0 (each branch on its own elements only)
+        lb = L[big]
+        out[big] = lb + np.log1p(-(1.0 - q) * np.exp(-np.minimum(lb, 700.0))) - math.log(q)
+        out[mid] = np.log(np.maximum(q + np.expm1(L[mid]), 0.0)) - math.log(q)
+    out[low] = -np.inf
+    return out
 
 
 def _mixture_law(base: LossLaw, q: float, direction: str) -> LossLaw:
