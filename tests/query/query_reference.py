@@ -173,8 +173,11 @@ def engine_totals(plan: Any, rows: list[tuple[Any, ...]]) -> dict[Key, dict[str,
         if m.noise != "exponential":
             by_column[m.column] = m.primitive
     out: dict[Key, dict[str, float]] = {}
+    units = 1 + plan.compiled.columns.index("__units") if "__units" in plan.compiled.columns else None
     for row in rows:
         key = tuple(row[:nk])
+        if units is not None and nk and not row[nk - 1 + units]:
+            continue  # a public key no unit contributed to: returned as zeros, not a partition with data
         assert key not in out, f"partition {key} returned twice"
         out[key] = {}
         for column, x in zip(plan.compiled.columns, row[nk:]):
@@ -197,6 +200,8 @@ def engine_histograms(plan: Any, rows: list[tuple[Any, ...]]) -> dict[Key, np.nd
 
 def engine_answer(session: Any, plan: Any) -> tuple[dict[Key, dict[str, float]], dict[Key, np.ndarray]]:
     """The engine's raw totals and the histogram of the plan's one quantile value, before noise."""
+    if plan.public_keys is not None:
+        plan.public_keys.ensure_in(session._backend)
     main = engine_totals(plan, session._backend.fetch(plan.sql))
     (index,) = plan.compiled.histograms
     hist = engine_histograms(plan, session._backend.fetch(plan.compiled.histogram_sql(index, "duckdb")))
@@ -358,6 +363,8 @@ def fetch_all(session: Any, plan: Any) -> list[list[tuple[Any, ...]]]:
     """The raw answer of ``plan`` (compiled for this session's engine with a fixed salt): main, then histograms."""
     compiled = compile_for(session, plan)
     dialect = session._backend.dialect
+    if plan.public_keys is not None:  # a plan made by another session: its public-key table here too
+        plan.public_keys.ensure_in(session._backend)
     out = [session._backend.fetch(compiled.sql(dialect))]
     out += [session._backend.fetch(compiled.histogram_sql(i, dialect)) for i in sorted(compiled.histograms)]
     return out

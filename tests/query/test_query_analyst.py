@@ -54,6 +54,8 @@ def _raw(session: Session, query: str, plan: Any = None, **kw: Any) -> dict[tupl
 
     Neighbouring tables must run one plan: a plan carries the random salt that picks each unit's partitions."""
     plan = plan if plan is not None else session.plan(query, epsilon=1.0, **kw)
+    if plan.public_keys is not None:
+        plan.public_keys.ensure_in(session._backend)
     rows = session._backend.fetch(plan.sql)
     nk = plan.compiled.key_count
     out = {tuple(r[:nk]): dict(zip(plan.compiled.columns, r[nk:])) for r in rows}

@@ -50,6 +50,12 @@ class Backend(Protocol):
 
     def fetch(self, sql: str) -> list[tuple[Any, ...]]: ...
 
+    def fetch_arrow(self, sql: str) -> Any: ...
+
+    def register_table(self, name: str, table: Any) -> None: ...
+
+    def create_temp(self, name: str, sql: str) -> None: ...
+
 
 def _cast_values(fetch: Any, values: list[Any], type_name: str, dialect: str) -> list[Any]:
     if not values:
@@ -264,6 +270,18 @@ class DuckDBBackend:
     def fetch(self, sql: str) -> list[tuple[Any, ...]]:
         return [tuple(r) for r in self._con.execute(sql).fetchall()]
 
+    def fetch_arrow(self, sql: str) -> Any:
+        """The result of ``sql`` as an Arrow table (columnar: no Python object per value)."""
+        return self._con.sql(sql).to_arrow_table()
+
+    def register_table(self, name: str, table: Any) -> None:
+        """An Arrow table of public values, scanned in place under ``name``."""
+        self._con.register(name, table)
+
+    def create_temp(self, name: str, sql: str) -> None:
+        """A temporary table holding the result of ``sql`` (over public values only)."""
+        self._con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}")
+
     def close(self) -> None:
         if self._owned:
             self._con.close()
@@ -353,6 +371,25 @@ class SparkBackend:
             return []
         cols = ", ".join(f"({e}) AS c{i}" for i, e in enumerate(exprs))
         return [str(t) for _, t in self._spark.sql(f"SELECT {cols} FROM {self.native} LIMIT 0").dtypes]
+
+    def fetch_arrow(self, sql: str) -> Any:
+        """The result of ``sql`` as an Arrow table, with ANSI mode off (see :meth:`fetch`)."""
+        conf = self._spark.conf
+        before = conf.get("spark.sql.ansi.enabled", None)
+        conf.set("spark.sql.ansi.enabled", "false")
+        try:
+            return self._spark.sql(sql).toArrow()
+        finally:
+            if before is None:
+                conf.unset("spark.sql.ansi.enabled")
+            else:
+                conf.set("spark.sql.ansi.enabled", before)
+
+    def register_table(self, name: str, table: Any) -> None:
+        self._spark.createDataFrame(table.to_pandas()).createOrReplaceTempView(name)
+
+    def create_temp(self, name: str, sql: str) -> None:
+        self._spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS {sql}")
 
     def check(self, sql: str) -> None:
         """Analyse ``sql`` (names, types, functions) without running it."""

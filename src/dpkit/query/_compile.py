@@ -254,7 +254,7 @@ def rows_source(spec: QuerySpec, *, unit: str, relation: str, public: dict[str, 
 
 
 def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, ValueColumn],
-                  max_partitions: int, max_rows: int, public_keys: list[tuple[object, ...]] | None,
+                  max_partitions: int, max_rows: int, public_keys: Any,
                   salt: str, buckets: int = 1024, partition_order: str = "hash", relation: str | None = None,
                   public: dict[str, str] | None = None, report: bool = False) -> Compiled:
     """Build the bounding-and-aggregation SQL.
@@ -268,9 +268,10 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
         Aggregate name -> its :class:`ValueColumn` (for aggregates with a value expression).
     max_partitions, max_rows : int >= 1
         K and L of the module docstring.
-    public_keys : list of tuples, or None
-        Public partitions (rows outside them are dropped before bounding); None for private
-        partition selection, whose user counts come back in ``__units``.
+    public_keys : PublicKeys or None
+        Public partitions (:mod:`dpkit.query._keys`: rows outside them are dropped before bounding,
+        and the main statement returns one row per key, in the keys' order, zeros included); None for
+        private partition selection, whose user counts come back in ``__units``.
     salt : str
         Hex string mixed into the per-unit partition order (fresh per query).
     partition_order : "hash" or "md5"
@@ -300,24 +301,15 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
     raw_cols += [f"{_raw(v)} AS __x{v.index}" for v in distinct_values]
     raw_where = f"{unit_sql} IS NOT NULL" + (f" AND {_SAFE}(({spec.where}))" if spec.where else "")
     raw = f"SELECT {', '.join(raw_cols)} FROM {source} WHERE {raw_where}"
-    filters = ["TRUE"]
-    if public_keys is not None and spec.keys:
-        for i, name in enumerate(keys):
-            present = sorted({row[i] for row in public_keys if row[i] is not None}, key=repr)
-            has_null = any(row[i] is None for row in public_keys)
-            parts = [f"{name} IN ({', '.join(literal(v) for v in present)})"] if present else []
-            if has_null:
-                parts.append(f"{name} IS NULL")
-            filters.append("(" + (" OR ".join(parts) if parts else "FALSE") + ")")
-        columns = [sorted({row[i] for row in public_keys}, key=repr) for i in range(len(spec.keys))]
-        if len(spec.keys) > 1 and len(set(public_keys)) < math.prod(len(c) for c in columns):
-            # not a full cross product: keep exactly the public tuples, so that rows outside them never
-            # take up one of a unit's max_partitions (the per-column IN above is only a cheap pre-filter)
-            tuples = [" AND ".join(f"{name} IS NOT DISTINCT FROM {literal(v) if v is not None else 'NULL'}"
-                                   for name, v in zip(keys, row)) for row in dict.fromkeys(public_keys)]
-            filters.append("(" + " OR ".join(f"({t})" for t in tuples) + ")")
     select_src = ["__u", *keys] + [f"{_clean(v)} AS {v.name}" for v in distinct_values]
-    src = f"SELECT {', '.join(select_src)} FROM raw_rows WHERE {' AND '.join(filters)}"
+    if public_keys is not None and spec.keys:
+        # rows outside the public keys are dropped before bounding (so they never take up one of a unit's
+        # max_partitions): a semi-join with the keys' table, NULL matching NULL
+        on = " AND ".join(f"raw_rows.{k} IS NOT DISTINCT FROM __pk.c{i}" for i, k in enumerate(keys))
+        keep = f"SEMI JOIN {public_keys.relation} AS __pk ON {on}"
+    else:
+        keep = "WHERE TRUE"
+    src = f"SELECT {', '.join(select_src)} FROM raw_rows {keep}"
 
     # primitives needed, per value column
     needed: list[tuple[str, ValueColumn | None]] = []
@@ -342,7 +334,7 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
     group_pu = ", ".join(["__u", *keys])
     per_pu = f"SELECT {', '.join(pu_cols)} FROM src GROUP BY {group_pu}"
 
-    n_public = len(public_keys) if public_keys is not None and spec.keys else None
+    n_public = public_keys.count if public_keys is not None and spec.keys else None
     bounded = bool(spec.keys) and (n_public is None or max_partitions < n_public)
     if bounded:
         ranked = f"SELECT *, ROW_NUMBER() OVER (PARTITION BY __u ORDER BY {_ORDER}) AS __r FROM per_pu"
@@ -364,6 +356,12 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
         out_names.append(name)
     group = f" GROUP BY {', '.join(keys)}" if keys else ""
     main = f"{ctes} SELECT {', '.join(final_cols)} FROM kept{group}"
+    if public_keys is not None and spec.keys:
+        # one row per public key, in the order given, zeros where no unit contributed
+        on = " AND ".join(f"__agg.{k} IS NOT DISTINCT FROM __pk.c{i}" for i, k in enumerate(keys))
+        cols = [f"__pk.c{i} AS {k}" for i, k in enumerate(keys)] + [f"COALESCE(__agg.{c}, 0) AS {c}" for c in out_names]
+        main = (f"{ctes}, __agg AS (SELECT {', '.join(final_cols)} FROM kept{group}) SELECT {', '.join(cols)} "
+                f"FROM {public_keys.relation} AS __pk LEFT JOIN __agg ON {on} ORDER BY __pk.__idx")
 
     histograms: dict[int, str] = {}
     for agg in spec.aggregates:
@@ -410,7 +408,7 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
                  f"OR __x{v.index} > {literal(v.hi)}) THEN 1 ELSE 0 END"
                  for v in distinct_values if v.lo is not None and v.hi is not None and v.numeric and not v.distinct]
         clamped = f"GREATEST({', '.join(flags)})" if len(flags) > 1 else (flags[0] if flags else "0")
-        rsrc = f"SELECT __u, {', '.join([*keys, ''])}{clamped} AS __c FROM raw_rows WHERE {' AND '.join(filters)}"
+        rsrc = f"SELECT __u, {', '.join([*keys, ''])}{clamped} AS __c FROM raw_rows {keep}"
         rpu = (f"SELECT __u, {', '.join([*keys, ''])}COUNT(*) AS __n, MAX(__c) AS __c FROM rsrc "
                f"GROUP BY {', '.join(['__u', *keys])}")
         units = "SELECT __u, COUNT(*) AS __np, MAX(__n) AS __mx, MAX(__c) AS __c FROM rpu GROUP BY __u"

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dpkit.query._keys import release_order
 from dpkit.query._post import needs_post, post_process
 from dpkit.random import default_rng, is_insecure
 
@@ -182,51 +183,65 @@ def _div_interval(a_lo: np.ndarray, a_hi: np.ndarray, c_lo: np.ndarray, c_hi: np
     return np.where(bad, -np.inf, lo), np.where(bad, np.inf, hi)
 
 
-def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[int, list[tuple[Any, ...]]], *,
+def _floats(column: Any) -> np.ndarray:
+    """An engine column of aggregates as float64, NULL (an empty SUM) as 0."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    col = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if pa.types.is_decimal(col.type) or not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+        col = pc.cast(col, pa.float64())
+    return np.asarray(col.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def finish_aggregates(plan: QueryPlan, raw: Any, hists: dict[int, list[tuple[Any, ...]]], *,
                       confidence: float, rng: Any, distincts: dict[int, list[tuple[Any, ...]]] | None = None,
                       nonnegative: bool = True, report: tuple[Any, ...] | None = None) -> QueryResult:
+    """Noise the engine's aggregates (an Arrow table: key columns, then ``compiled.columns``) and assemble the result.
+
+    Vectorised: the candidate groups are ordered by :func:`~dpkit.query._keys.release_order` on whole key
+    columns, thresholded and noised as arrays; Python objects are made only for the released keys.
+    """
     spec, compiled, split = plan.spec, plan.compiled, plan.split
     nk = compiled.key_count
-    # keyed by the canonical total-order key of the group (hashable and equal exactly when the engine's
-    # key values are the same, NaN included), never by the engine's objects themselves
-    by_key: dict[tuple[Any, ...], dict[str, float]] = {}
-    labels: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-    for row in raw:
-        k = _sort_key(tuple(row[:nk]))
-        labels[k] = tuple(row[:nk])
-        by_key[k] = {c: (0.0 if v is None else float(v)) for c, v in zip(compiled.columns, row[nk:])}
-    distinct_columns = [f"distinct__{i}" for i in (distincts or {})]
-    for i, drows in (distincts or {}).items():
-        for row in drows:
-            k = _sort_key(tuple(row[:nk]))
-            if k in by_key:  # a partition with distinct values has rows in the main statement too
-                by_key[k][f"distinct__{i}"] = float(row[nk] or 0)
+    key_cols = [raw.column(i) for i in range(nk)]
+    value = {c: _floats(raw.column(nk + j)) for j, c in enumerate(compiled.columns)}
+    if distincts:  # matched to the main statement's rows by the canonical key (rare, so in Python)
+        keys_py = list(zip(*[c.to_pylist() for c in key_cols])) if nk else [()] * raw.num_rows
+        index = {_sort_key(k): i for i, k in enumerate(keys_py)}
+        for i, drows in distincts.items():
+            arr = np.zeros(raw.num_rows)
+            for row in drows:
+                j = index.get(_sort_key(tuple(row[:nk])))
+                if j is not None:  # a partition with distinct values has rows in the main statement too
+                    arr[j] = float(row[nk] or 0)
+            value[f"distinct__{i}"] = arr
     # the generator every release below draws from: asked before and after drawing, so that a generator
     # seeded, rewound or otherwise tampered with (the default one included) is reported as insecure
     generator = default_rng() if rng is None else rng
     insecure_before = is_insecure(generator)
     selection_info = None
     if not spec.keys:
-        partitions: list[tuple[Any, ...]] = [()]
+        rows_idx = np.arange(raw.num_rows, dtype=np.int64)  # one row: the whole table
+        partitions: list[tuple[Any, ...]] = [()] * raw.num_rows
     elif plan.public_keys is not None:
-        partitions = list(plan.public_keys)
+        rows_idx = np.arange(raw.num_rows, dtype=np.int64)  # one row per public key, in the keys' order
+        partitions = plan.public_keys.rows()
     else:
         sel = split.selection
         assert sel is not None
-        candidates = sorted(by_key)  # the total order of the key values: released rows come out in it
-        units = np.array([by_key[k]["__units"] for k in candidates], dtype=float)
+        order = release_order(key_cols)  # the total order of the key values: released rows come out in it
         tau = sel.threshold
-        if candidates:
-            noisy = sel.mechanism.release(units, rng=rng).values.reshape(-1)
-            partitions = [labels[k] for k, n in zip(candidates, noisy) if n >= tau]
+        if order.size:
+            noisy = np.asarray(sel.mechanism.release(value["__units"][order], rng=rng).values).reshape(-1)
+            rows_idx = order[noisy >= tau]
         else:
-            partitions = []
+            rows_idx = order
+        partitions = list(zip(*[c.take(rows_idx).to_pylist() for c in key_cols])) if rows_idx.size else []
         selection_info = {"threshold": tau, "epsilon": sel.epsilon, "delta": sel.delta_spent, "noise": sel.noise,
                           "noise_scale": sel.scale, "released": len(partitions),
                           "candidates_considered": "not released"}
     g = len(partitions)
-    zero = dict.fromkeys([*compiled.columns, *distinct_columns], 0.0)
-    data = [by_key.get(_sort_key(k), zero) for k in partitions]
 
     per_agg: dict[str, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
     scales: dict[str, dict[str, float]] = {}
@@ -244,7 +259,7 @@ def finish_aggregates(plan: QueryPlan, raw: list[tuple[Any, ...]], hists: dict[i
         if g == 0:
             per_agg.setdefault(m.aggregate, {})[m.primitive] = (np.zeros(0), np.zeros(0), np.zeros(0))
             continue
-        vec = np.array([d.get(m.column, 0.0) for d in data], dtype=float)
+        vec = value[m.column][rows_idx] if m.column in value else np.zeros(g)
         mech = m.mechanism(g)
         rel = mech.release(vec, rng=rng, confidence=level)
         per_agg.setdefault(m.aggregate, {})[m.primitive] = _arrays(rel)

@@ -38,7 +38,6 @@ Policies (all documented in the README, with the threat model):
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
 import secrets
@@ -59,6 +58,9 @@ from dpkit.query._compile import (Compiled, ValueColumn, compile_query, engine_s
 from dpkit.query._noise import INTEGER_PRIMITIVES, Measurement, Selection, Split
 from dpkit.query._result import QueryResult, finish_aggregates, format_guarantee
 from dpkit.query._spec import Aggregate, Key, QuerySpec
+from dpkit.query._keys import PublicKeys
+from dpkit.query._keys import build as build_public_keys
+from dpkit.query._keys import forget as forget_public_keys
 from dpkit.query._policy import check_key_type
 from dpkit.query._sql import parse_sql, validate_spec
 
@@ -82,7 +84,7 @@ class QueryPlan:
     guarantee: PureDP | ApproxDP
     max_partitions: int
     max_rows: int
-    public_keys: list[tuple[Any, ...]] | None
+    public_keys: PublicKeys | None
     bounds: dict[str, tuple[float, float]]
     noise: str
     dialect: str
@@ -270,6 +272,7 @@ class Session:
         return self.ledger.remaining()
 
     def close(self) -> None:
+        forget_public_keys(self._backend)
         self._backend.close()
         self.ledger.close()
 
@@ -534,11 +537,14 @@ class Session:
                                         numeric=numeric or temporal is not None, temporal=temporal, distinct=distinct)
         return out
 
-    def _public_keys(self, spec: QuerySpec, keys: Any, types: list[str]) -> list[tuple[Any, ...]] | None:
+    def _public_keys(self, spec: QuerySpec, keys: Any, types: list[str]) -> PublicKeys | None:
+        """The public keys as a table in the engine (:mod:`dpkit.query._keys`), or None."""
         if keys is None:
             return None
         if not spec.keys:
             raise ValueError("keys were given but the query has no GROUP BY.")
+        import pyarrow as pa
+
         names = [k.name for k in spec.keys]
         if isinstance(keys, str):
             if keys not in self._public:
@@ -549,23 +555,23 @@ class Session:
             missing = [n for n in names if n not in schema]
             if missing:
                 raise ValueError(f"the public table {keys!r} has no column {missing} for the group keys {names}.")
-            cols = ", ".join(exp_column(n) for n in names)
-            keys = self._backend.fetch(engine_sql(f"SELECT DISTINCT {cols} FROM {relation}", self._backend.dialect))
+            cols = ", ".join(f"{exp_column(n)} AS k{i}" for i, n in enumerate(names))
+            keys = self._backend.fetch_arrow(engine_sql(
+                f"SELECT DISTINCT {cols} FROM {relation} ORDER BY {', '.join(f'k{i}' for i in range(len(names)))}",
+                self._backend.dialect))
         elif type(keys).__module__.split(".")[0] in ("pandas", "polars", "pyarrow"):
             columns = list(getattr(keys, "columns", None) or getattr(keys, "column_names", []))
             missing = [n for n in names if n not in columns]
             if missing:
                 raise ValueError(f"the keys dataframe has no column {missing} for the group keys {names}.")
-            import pyarrow as pa
-
-            table = keys if isinstance(keys, pa.Table) else pa.table(keys.to_arrow() if hasattr(keys, "to_arrow")
-                                                                     else pa.Table.from_pandas(keys, preserve_index=False))
-            keys = list(zip(*(table.column(n).to_pylist() for n in names)))
-        if isinstance(keys, dict):
+            table = keys if isinstance(keys, pa.Table) else (keys.to_arrow() if hasattr(keys, "to_arrow")
+                                                             else pa.Table.from_pandas(keys, preserve_index=False))
+            keys = pa.table({f"k{i}": table.column(n) for i, n in enumerate(names)})
+        elif isinstance(keys, dict):
             extra = [k for k in keys if k not in names and k not in {key.expr for key in spec.keys}]
             if extra:
                 raise ValueError(f"keys given for {extra}, which are not group keys of the query ({names}).")
-            lists = []
+            lists: dict[str, list[Any]] = {}
             for key in spec.keys:
                 vals = keys.get(key.name, keys.get(key.expr))
                 if vals is None:
@@ -574,8 +580,10 @@ class Session:
                 if isinstance(vals, (str, bytes)):
                     raise TypeError(f"the public keys of {key.name!r} must be a list of values; got the string "
                                     f"{vals!r} (write [{vals!r}] for one value).")
-                lists.append(list(vals))
-            rows = [tuple(r) for r in itertools.product(*lists)]
+                lists[key.name] = list(vals)
+                if not lists[key.name]:
+                    raise ValueError("the list of public keys is empty.")
+            keys = lists
         else:
             if isinstance(keys, (str, bytes)) or not hasattr(keys, "__iter__"):
                 raise TypeError(f"keys must be a dict, a list of key tuples, a dataframe or a public table's name; "
@@ -583,20 +591,18 @@ class Session:
             rows = [tuple(r) if isinstance(r, (tuple, list)) else (r,) for r in keys]
             if any(len(r) != len(names) for r in rows):
                 raise ValueError(f"each public key must have {len(names)} values ({names}).")
-        if not rows:
+            if not rows:
+                raise ValueError("the list of public keys is empty.")
+            keys = rows
+        if isinstance(keys, pa.Table) and keys.num_rows == 0:
             raise ValueError("the list of public keys is empty.")
-        # each key value in its column's type, converted by the engine itself (so '2024-01-01' matches a
-        # DATE, 'true' a BOOLEAN, 1 a text '1' exactly as the engine compares them)
-        converted = []
-        for i, (key, type_name) in enumerate(zip(spec.keys, types)):
-            values = list(dict.fromkeys(r[i] for r in rows))
-            try:
-                cast = self._backend.cast_values(values, type_name)
-            except Exception as exc:  # noqa: BLE001 - public values only: the message is safe to show
-                raise ValueError(f"the public keys of {key.name!r} do not convert to its type {type_name}: {exc}") from None
-            converted.append(dict(zip(values, cast)))
-        rows = [tuple(converted[i][v] for i, v in enumerate(r)) for r in rows]
-        return list(dict.fromkeys(rows))
+        try:
+            return build_public_keys(self._backend, names, types, keys, dialect=self._backend.dialect)
+        except ValueError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - public values only: the engine's message is safe to show
+            raise ValueError(f"the public keys do not convert to the group keys' types {types}: "
+                             f"{type(exc).__name__}: {str(exc).strip()}") from None
 
     @staticmethod
     def _split(spec: QuerySpec, values: dict[str, ValueColumn], eps: float, dl: float, k: int, l_max: int,
@@ -768,7 +774,7 @@ class Session:
         t_engine = time.perf_counter()
         failed = False
         try:
-            raw = self._backend.fetch(plan.compiled.sql(self._backend.dialect))
+            raw = self._backend.fetch_arrow(plan.compiled.sql(self._backend.dialect))
             hists = {i: self._backend.fetch(plan.compiled.histogram_sql(i, self._backend.dialect))
                      for i in plan.compiled.histograms}
             distincts = {i: self._backend.fetch(plan.compiled.distinct_sql(i, self._backend.dialect))
