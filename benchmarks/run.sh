@@ -11,6 +11,7 @@
 #   bash benchmarks/run.sh query           # only bench_query.py (10^7 rows, about 6 minutes; with the
 #                                          # standalone-cluster rows, more: see its docstring)
 #   bash benchmarks/run.sh ledger          # only bench_ledger.py (a throwaway PostgreSQL server; ~10 minutes)
+#   bash benchmarks/run.sh scale           # only bench_scale.py (10^6 groups and keys, 10^8 rows; BENCH_SCALE_ARGS=--huge adds 10^9)
 #   BENCH_REINSTALL=1 bash benchmarks/run.sh   # retry the peer installs
 #
 # A peer that fails to install is skipped (its benchmark rows then say "not installed"); the list
@@ -118,7 +119,11 @@ for bench in benchmarks/bench_*.py; do
     fi
     echo
     echo "== running $bench"
-    if ! "$PY" "$bench"; then
+    extra=()
+    if [ "$name" = scale ] && [ -n "${BENCH_SCALE_ARGS:-}" ]; then
+        read -r -a extra <<< "$BENCH_SCALE_ARGS"
+    fi
+    if ! "$PY" "$bench" "${extra[@]}"; then
         echo "!! $bench exited non-zero" >&2
         status=1
     fi

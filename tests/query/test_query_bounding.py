@@ -204,3 +204,46 @@ def test_public_key_tuples_drop_other_combinations_before_bounding(open_session)
     got = engine_totals(plan, s._backend.fetch(plan.sql))
     assert got.get(("b", 2), {}).get("units") == 40
     assert set(got) <= set(public)
+
+
+# ---- the DuckDB ranking without a window ------------------------------------------------------------------
+
+def _kept(ranking: str, order: str, rows: list[tuple[int, int]]) -> dict[int, set[int]]:
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE per_pu AS SELECT * FROM (VALUES " + ", ".join(f"({u}, {k}, 1)" for u, k in rows)
+                + ") AS v(__u, __k0, __n)")
+    sql = f"WITH {ranking} SELECT __u, __k0 FROM kept".replace("__dpkit_partition_order__", order)
+    out: dict[int, set[int]] = {}
+    for u, k in con.execute(sql).fetchall():
+        out.setdefault(u, set()).add(k)
+    return out
+
+
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 12)), min_size=1, max_size=60, unique=True),
+       st.integers(1, 5))
+@settings(max_examples=40, deadline=None)
+def test_threshold_ranking_keeps_what_the_window_keeps(rows: list[tuple[int, int]], k: int) -> None:
+    """Without ties the window-free ranking keeps exactly the window's partitions (the k first by order)."""
+    from dpkit.query._compile import threshold_ranking, window_ranking
+
+    order = "hash(__u, __k0, 'salt')"
+    assert _kept(threshold_ranking(k), order, rows) == _kept(window_ranking(k), order, rows)
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 12)), min_size=1, max_size=60, unique=True),
+       st.integers(1, 4))
+@settings(max_examples=40, deadline=None)
+def test_threshold_ranking_never_keeps_more_than_k_under_ties(rows: list[tuple[int, int]], k: int) -> None:
+    """An order with many ties (a forced 'hash collision'): a unit keeps at most k partitions, and all of
+    them where it has at most k."""
+    from dpkit.query._compile import threshold_ranking
+
+    kept = _kept(threshold_ranking(k), "(__k0 % 3)", rows)
+    for u in {u for u, _ in rows}:
+        mine = {key for uu, key in rows if uu == u}
+        got = kept.get(u, set())
+        assert got <= mine and len(got) <= k
+        if len(mine) <= k:
+            assert got == mine

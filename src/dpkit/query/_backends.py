@@ -177,6 +177,21 @@ def _spark_typed(df: Any, declared: dict[str, str]) -> Any:
     return df.select(*cols)
 
 
+def _owned_connection() -> Any:
+    """An in-memory DuckDB connection of dpkit's own, set for large inputs.
+
+    ``preserve_insertion_order = false`` lets DuckDB aggregate and spill without keeping row order
+    (dpkit orders every result it needs ordered); DuckDB's defaults otherwise hold: a memory limit of
+    80% of RAM and spilling to a temporary directory beyond it, which the 10^9-row run of
+    ``benchmarks/bench_scale.py`` relies on.
+    """
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET preserve_insertion_order = false")
+    return con
+
+
 class DuckDBBackend:
     """DuckDB in process: a file (CSV or Parquet, read in place), a dataframe, or a table of a connection."""
 
@@ -198,7 +213,7 @@ class DuckDBBackend:
         """
         import duckdb
 
-        con = duckdb.connect()
+        con = _owned_connection()
         if threads is not None:
             con.execute(f"SET threads = {int(threads)}")
         relation = "dpkit_source"
@@ -207,9 +222,7 @@ class DuckDBBackend:
 
     @classmethod
     def from_dataframe(cls, df: Any) -> DuckDBBackend:
-        import duckdb
-
-        con = duckdb.connect()
+        con = _owned_connection()
         relation = "dpkit_source"
         con.register(relation, df)  # pandas, Polars and Arrow are scanned in place, not copied
         return cls(con, relation, owned=True)
@@ -364,7 +377,7 @@ class SparkBackend:
         native = relation.replace('"', "`")
         dup = self._spark.sql(f"SELECT COUNT(*) FROM (SELECT {cols} FROM {native} WHERE {nonnull} "
                               f"GROUP BY {cols} HAVING COUNT(*) > 1)").collect()
-        return dup[0][0] == 0
+        return bool(dup[0][0] == 0)
 
     def expression_types(self, exprs: list[str]) -> list[str]:
         if not exprs:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -94,6 +95,7 @@ class Compiled:
     bounded_partitions: bool = True  # False when max_partitions cannot bind (no ranking window)
     order: str = "hash"
     salt: str = ""
+    max_partitions: int = 0  # K of the ranking CTEs (see window_ranking / threshold_ranking)
 
     def _order(self, dialect: str, extra: tuple[str, ...] = ()) -> str:
         keys = [f"__k{i}" for i in range(self.key_count)] + list(extra)
@@ -105,6 +107,8 @@ class Compiled:
         return f"{fn}(__u, {', '.join([*keys, ''])}'{self.salt}')"
 
     def _render(self, sql: str, dialect: str) -> str:
+        if dialect == "duckdb" and self.bounded_partitions:
+            sql = sql.replace(window_ranking(self.max_partitions), threshold_ranking(self.max_partitions))
         out = transpile(sql, dialect).replace(_ORDER, self._order(dialect))
         return _finish(out.replace(_VALUE_ORDER, self._order(dialect, ("__d",))), dialect)
 
@@ -135,6 +139,32 @@ _VALUE_ORDER = "__dpkit_value_order__"  # the same, for the distinct values a un
 # SparkBackend runs with ANSI mode off (the same failures give NULL there)
 _SAFE = "dpkit_safe"
 _SAFE_CALL = re.compile(r"\bdpkit_safe\(", re.IGNORECASE)
+
+
+def window_ranking(k: int) -> str:
+    """CTEs ``ranked, kept``: each unit's first ``k`` partitions in the salted hash order (a window; any engine)."""
+    return (f"ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY __u ORDER BY {_ORDER}) AS __r FROM per_pu), "
+            f"kept AS (SELECT * FROM ranked WHERE __r <= {int(k)})")
+
+
+def threshold_ranking(k: int) -> str:
+    """The same ``kept`` as :func:`window_ranking` without a window (DuckDB: about 2x faster at 10^7 partitions).
+
+    A unit with at most ``k`` partitions keeps them all (a per-unit ``COUNT`` joined back, both hash
+    operations).  For the others, the ``k + 1`` smallest order values (``min(x, n)``, a hash aggregate, no
+    sort): a partition is kept if its value is below the k-th smallest, or equal to it and the (k+1)-th is
+    larger.  Where two of one unit's partitions tie at the k-th place (a hash collision), neither tied one
+    is kept: the unit keeps fewer than ``k`` partitions, never more, and which it keeps depends on its own
+    rows only.
+    """
+    k = int(k)
+    return (f"ranked AS (SELECT *, {_ORDER} AS __ord FROM per_pu), "
+            f"__np AS (SELECT __u, COUNT(*) AS __c FROM per_pu GROUP BY __u), "
+            f"__j AS (SELECT ranked.*, __np.__c FROM ranked JOIN __np ON ranked.__u = __np.__u), "
+            f"__thr AS (SELECT __u, min(__ord, {k + 1}) AS __l FROM __j WHERE __c > {k} GROUP BY __u), "
+            f"kept AS (SELECT * FROM __j WHERE __c <= {k} UNION ALL SELECT __j.* FROM __j JOIN __thr "
+            f"ON __j.__u = __thr.__u WHERE __j.__ord < __thr.__l[{k}] "
+            f"OR (__j.__ord = __thr.__l[{k}] AND __thr.__l[{k + 1}] > __thr.__l[{k}]))")
 
 
 def _finish(sql: str, dialect: str) -> str:
@@ -337,9 +367,7 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
     n_public = public_keys.count if public_keys is not None and spec.keys else None
     bounded = bool(spec.keys) and (n_public is None or max_partitions < n_public)
     if bounded:
-        ranked = f"SELECT *, ROW_NUMBER() OVER (PARTITION BY __u ORDER BY {_ORDER}) AS __r FROM per_pu"
-        kept = f"SELECT * FROM ranked WHERE __r <= {int(max_partitions)}"
-        ctes = f"WITH raw_rows AS ({raw}), src AS ({src}), per_pu AS ({per_pu}), ranked AS ({ranked}), kept AS ({kept})"
+        ctes = f"WITH raw_rows AS ({raw}), src AS ({src}), per_pu AS ({per_pu}), {window_ranking(max_partitions)}"
     else:
         ctes = f"WITH raw_rows AS ({raw}), src AS ({src}), per_pu AS ({per_pu}), kept AS (SELECT * FROM per_pu)"
     weight = f"LEAST(CAST(1 AS DOUBLE), CAST({int(max_rows)} AS DOUBLE) / __n)"
@@ -370,6 +398,7 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
         v = values[agg.name]
         if v.index in histograms:
             continue
+        assert v.lo is not None and v.hi is not None  # a quantile's value always has clamping bounds
         width = (v.hi - v.lo) / buckets
         bucket = (f"LEAST(GREATEST(CAST(FLOOR(({v.name} - {literal(v.lo)}) / {literal(width)}) AS BIGINT), 0), "
                   f"{buckets - 1})")
@@ -417,4 +446,5 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
                       f"SUM(CASE WHEN __mx > {int(max_rows)} THEN 1 ELSE 0 END), "
                       f"SUM(CASE WHEN __c > 0 THEN 1 ELSE 0 END) FROM runits")
     return Compiled(main=main, key_count=len(keys), columns=out_names, histograms=histograms, distincts=distincts,
-                    buckets=buckets, bounded_partitions=bounded, order=partition_order, salt=salt, report=report_sql)
+                    buckets=buckets, bounded_partitions=bounded, order=partition_order, salt=salt, report=report_sql,
+                    max_partitions=int(max_partitions))

@@ -108,7 +108,7 @@ def _function_name(node: exp.Func) -> str | None:
     return m.group(1).lower() if m else None
 
 
-def _check_node(node: exp.Expression, where: str) -> None:
+def _check_node(node: exp.Expr, where: str) -> None:
     text = node.sql(dialect="duckdb")
     if isinstance(node, (exp.Select, exp.Subquery, exp.Query, exp.Exists)):
         raise _refuse(f"a subquery in {where} is not supported:", "filter and compute on the session's table only.")
@@ -211,6 +211,9 @@ def parse_expression(text: object, where: str, *, dialect: str = "duckdb") -> ex
                       "write a row-level expression such as lower(region) or price * quantity.")
     if isinstance(node, exp.Alias):
         raise ValueError(f"{where} must be an expression without an alias; got {text!r}.")
+    if not isinstance(node, exp.Expression):
+        raise _refuse(f"{where} ({text!r}) does not parse to an expression;",
+                      "write a row-level expression such as lower(region) or price * quantity.")
     return node
 
 

@@ -46,7 +46,7 @@ def _swap(sql: str, mapping: dict[str, str]) -> str:
 
 def post_process(spec: QuerySpec, rows: list[tuple[Any, ...]], values: dict[str, np.ndarray],
                  intervals: dict[str, tuple[np.ndarray, np.ndarray]], kinds: dict[str, str]
-                 ) -> tuple[list[str], list[tuple[Any, ...]], dict[str, list[tuple[float, float]]], list[str]]:
+                 ) -> tuple[list[str], list[list[Any]], dict[str, tuple[np.ndarray, np.ndarray]], list[str]]:
     """Apply the spec's outputs, HAVING, ORDER BY and LIMIT to the noisy table.
 
     Parameters
@@ -62,7 +62,8 @@ def post_process(spec: QuerySpec, rows: list[tuple[Any, ...]], values: dict[str,
 
     Returns
     -------
-    columns, rows, intervals (output name -> one (lo, hi) per row, NaN where none), key columns
+    columns, the output's columns (one list of values per column), intervals (output name -> lower and
+    upper arrays, NaN where none), key columns
     """
     import duckdb
     import pyarrow as pa
@@ -114,17 +115,29 @@ def post_process(spec: QuerySpec, rows: list[tuple[Any, ...]], values: dict[str,
     con = duckdb.connect()  # holds the noisy table only
     try:
         con.register("noisy", table)
-        got = con.execute(sql).fetchall()
+        got = con.sql(sql).to_arrow_table()  # columnar: no Python object per cell until the output lists
     finally:
         con.close()
     m = len(outputs)
-    out_rows = [tuple(r[1 + 3 * i] for i in range(m)) for r in got]
-    out_intervals: dict[str, list[tuple[float, float]]] = {}
+    out_columns = [got.column(1 + 3 * i).to_pylist() for i in range(m)]
+    out_intervals: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for i, o in enumerate(outputs):
         if o.name in key_columns:
             continue
-        out_intervals[o.name] = [(_num(r[2 + 3 * i]), _num(r[3 + 3 * i])) for r in got]
-    return [o.name for o in outputs], out_rows, out_intervals, key_columns
+        out_intervals[o.name] = (_floats(got.column(2 + 3 * i)), _floats(got.column(3 + 3 * i)))
+    return [o.name for o in outputs], out_columns, out_intervals, key_columns
+
+
+def _floats(column: Any) -> np.ndarray:
+    """An interval end as float64: NULL (or an end that is not a number, e.g. a date) as NaN."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    col = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_decimal(col.type)):
+        return np.full(len(col), np.nan)
+    col = pc.cast(col, pa.float64())
+    return np.asarray(col.fill_null(np.nan).to_numpy(zero_copy_only=False), dtype=np.float64)
 
 
 def _num(x: Any) -> float:

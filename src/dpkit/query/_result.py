@@ -30,8 +30,25 @@ if TYPE_CHECKING:
 __all__ = ["QueryResult", "finish_aggregates", "format_guarantee"]
 
 
+class _FrozenTable(tuple):  # type: ignore[type-arg]
+    """A tuple of rows already made read-only cell by cell (by :func:`_frozen_table`): not walked again."""
+
+    __slots__ = ()
+
+
+def _frozen_table(columns: list[list[Any]], nested: list[bool]) -> _FrozenTable:
+    """Rows (tuples) from columns of Python values; only a column of nested values (lists, maps) is walked.
+
+    O(cells) at C speed for flat columns: a result of 10^6 groups is not visited value by value.
+    """
+    cols = [[_frozen(v) for v in col] if deep else col for col, deep in zip(columns, nested)]
+    return _FrozenTable(zip(*cols)) if cols else _FrozenTable()
+
+
 def _frozen(value: Any) -> Any:
     """A read-only copy: dicts become mapping proxies, lists tuples, arrays read-only (recursively)."""
+    if isinstance(value, _FrozenTable):
+        return value
     if isinstance(value, dict):
         return MappingProxyType({k: _frozen(v) for k, v in value.items()})
     if isinstance(value, (list, tuple)):
@@ -161,11 +178,12 @@ def _fmt(x: Any) -> str:
         return str(x)
     if isinstance(x, (int, np.integer)):
         return str(int(x))
-    if math.isnan(x):
+    f = float(x)
+    if math.isnan(f):
         return "nan"
-    if float(x).is_integer() and abs(x) < 1e15:
-        return str(int(x))
-    return f"{x:.4g}" if abs(x) >= 1e4 or abs(x) < 1e-3 else f"{x:.4f}".rstrip("0").rstrip(".")
+    if f.is_integer() and abs(f) < 1e15:
+        return str(int(f))
+    return f"{f:.4g}" if abs(f) >= 1e4 or abs(f) < 1e-3 else f"{f:.4f}".rstrip("0").rstrip(".")
 
 
 def _arrays(release: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -221,12 +239,10 @@ def finish_aggregates(plan: QueryPlan, raw: Any, hists: dict[int, list[tuple[Any
     generator = default_rng() if rng is None else rng
     insecure_before = is_insecure(generator)
     selection_info = None
-    if not spec.keys:
-        rows_idx = np.arange(raw.num_rows, dtype=np.int64)  # one row: the whole table
-        partitions: list[tuple[Any, ...]] = [()] * raw.num_rows
-    elif plan.public_keys is not None:
-        rows_idx = np.arange(raw.num_rows, dtype=np.int64)  # one row per public key, in the keys' order
-        partitions = plan.public_keys.rows()
+    if not spec.keys or plan.public_keys is not None:
+        # one row (the whole table), or one row per public key in the keys' order (the statement's order)
+        rows_idx = np.arange(raw.num_rows, dtype=np.int64)
+        key_lists = [c.to_pylist() for c in key_cols]
     else:
         sel = split.selection
         assert sel is not None
@@ -237,11 +253,14 @@ def finish_aggregates(plan: QueryPlan, raw: Any, hists: dict[int, list[tuple[Any
             rows_idx = order[noisy >= tau]
         else:
             rows_idx = order
-        partitions = list(zip(*[c.take(rows_idx).to_pylist() for c in key_cols])) if rows_idx.size else []
+        key_lists = [c.take(rows_idx).to_pylist() for c in key_cols]
         selection_info = {"threshold": tau, "epsilon": sel.epsilon, "delta": sel.delta_spent, "noise": sel.noise,
-                          "noise_scale": sel.scale, "released": len(partitions),
+                          "noise_scale": sel.scale, "released": int(rows_idx.size),
                           "candidates_considered": "not released"}
-    g = len(partitions)
+    g = int(rows_idx.size)
+    # the released keys as tuples, made only where a step needs them (quantiles, post-processing)
+    def partitions() -> list[tuple[Any, ...]]:
+        return list(zip(*key_lists)) if key_lists else [()] * g
 
     per_agg: dict[str, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
     scales: dict[str, dict[str, float]] = {}
@@ -250,7 +269,7 @@ def finish_aggregates(plan: QueryPlan, raw: Any, hists: dict[int, list[tuple[Any
     for m in split.measurements:
         level = 1.0 - (1.0 - confidence) / n_prims[m.aggregate]
         if m.noise == "exponential":
-            vals, gaps = _quantiles(plan, m, partitions, hists, rng, level)
+            vals, gaps = _quantiles(plan, m, partitions(), hists, rng, level)
             per_agg.setdefault(m.aggregate, {})[m.primitive] = (vals, np.full(g, np.nan), np.full(g, np.nan))
             scales.setdefault(m.aggregate, {})[m.primitive] = m.scale(g)
             quantile_details[m.aggregate] = {"rank_error_bound": gaps, "level": level,
@@ -319,13 +338,20 @@ def finish_aggregates(plan: QueryPlan, raw: Any, hists: dict[int, list[tuple[Any
     if needs_post(spec):
         kinds = {a.name: a.kind for a in spec.aggregates}
         typed = {a.name: _typed(values[a.name], temporal.get(a.name)) for a in spec.aggregates}
-        columns, out_rows, out_intervals, key_columns = post_process(spec, partitions, typed, intervals, kinds)
+        columns, by_column, post_intervals, key_columns = post_process(spec, partitions(), typed, intervals, kinds)
+        keyset = set(key_columns)
+        out_rows = _frozen_table(by_column, [name in keyset and any(isinstance(v, (list, dict, np.ndarray)) for v in col)
+                                             for name, col in zip(columns, by_column)])
+        out_intervals = {name: _FrozenTable(zip(lo.tolist(), hi.tolist())) for name, (lo, hi) in post_intervals.items()}
     else:
         key_columns = [k.name for k in spec.keys]
-        out_rows = [tuple(key) + tuple(_py(values[a.name][i], a.kind, temporal.get(a.name)) for a in spec.aggregates)
-                    for i, key in enumerate(partitions)]
-        out_intervals = {a.name: [(float(intervals[a.name][0][i]), float(intervals[a.name][1][i]))
-                                  for i in range(len(partitions))] for a in spec.aggregates}
+        value_lists = [_py_column(values[a.name], a.kind, temporal.get(a.name)) for a in spec.aggregates]
+        out_rows = _frozen_table(key_lists + value_lists,
+                                 [any(isinstance(v, (list, dict, np.ndarray)) for v in col) for col in key_lists]
+                                 + [False] * len(value_lists))
+        out_intervals = {a.name: _FrozenTable(zip(np.asarray(intervals[a.name][0], dtype=float).tolist(),
+                                                  np.asarray(intervals[a.name][1], dtype=float).tolist()))
+                         for a in spec.aggregates}
     if temporal:
         details["temporal"] = {name: f"{kind}s: quantiles are computed on days (dates) or seconds (timestamps) "
                                      "since 1970-01-01" for name, kind in temporal.items()}
@@ -341,7 +367,7 @@ def finish_aggregates(plan: QueryPlan, raw: Any, hists: dict[int, list[tuple[Any
         details["note"] = (f"{samples}: the population form (divide by n) is estimated; the sample form differs "
                            "by n/(n-1).")
     return QueryResult(
-        columns=columns, rows=out_rows, intervals=out_intervals,
+        columns=tuple(columns), rows=out_rows, intervals=out_intervals,
         scales=scales, guarantee=plan.guarantee, split=split.shares(), confidence=confidence,
         insecure=insecure, plan=plan, selection=selection_info, details=details, key_columns=key_columns,
         bounding=bounding)
@@ -401,6 +427,19 @@ def _py(x: Any, kind: str, temporal: str | None = None) -> Any:
     return f
 
 
+def _py_column(v: np.ndarray, kind: str, temporal: str | None = None) -> list[Any]:
+    """:func:`_py` over a whole column: floats, counts that are whole numbers as ints, or dates/timestamps."""
+    v = np.asarray(v, dtype=float).reshape(-1)
+    if temporal is not None:
+        return [_temporal(x, temporal) for x in v.tolist()]
+    floats: list[Any] = v.tolist()
+    if kind not in ("count", "count_units", "count_distinct"):
+        return floats
+    if (np.isfinite(v) & (np.floor(v) == v) & (np.abs(v) < 2.0**62)).all():
+        return v.astype(np.int64).tolist()
+    return [int(f) if math.isfinite(f) and f.is_integer() else f for f in floats]
+
+
 def _total(v: Any) -> tuple[Any, ...]:
     """A strict total order on the values one engine column can hold, whatever they are.
 
@@ -427,6 +466,7 @@ def _sort_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def _width(plan: QueryPlan, m: Any) -> float:
     v = plan.values[m.aggregate]
+    assert v.lo is not None and v.hi is not None  # a quantile's value always has clamping bounds
     return (v.hi - v.lo) / plan.compiled.buckets
 
 
@@ -442,6 +482,7 @@ def _quantiles(plan: QueryPlan, m: Any, partitions: list[tuple[Any, ...]], hists
         h[int(row[nk])] += float(row[nk + 1])
     mech = m.mechanism(len(partitions))
     out, gaps = np.zeros(len(partitions)), np.zeros(len(partitions))
+    assert v.lo is not None and v.hi is not None
     edges = v.lo + (v.hi - v.lo) * np.arange(b + 1) / b
     for i, key in enumerate(partitions):
         h = table.get(_sort_key(key), np.zeros(b))

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 import sqlglot
 from sqlglot import exp
@@ -42,7 +43,7 @@ from dpkit.query._spec import Aggregate, Join, Key, Output, PerUnit, QuerySpec
 
 __all__ = ["parse_sql", "validate_spec"]
 
-_VARIANCE = {exp.Variance: ("variance", True), exp.VariancePop: ("variance", False),
+_VARIANCE: dict[type[exp.Expression], tuple[str, bool]] = {exp.Variance: ("variance", True), exp.VariancePop: ("variance", False),
              exp.Stddev: ("stddev", True), exp.StddevSamp: ("stddev", True), exp.StddevPop: ("stddev", False)}
 _QUANTILE = (exp.PercentileCont, exp.Quantile, exp.ApproxQuantile, exp.PercentileDisc)
 # aggregates a per-unit subquery may compute exactly (each row of the unit table is one unit's own)
@@ -159,8 +160,8 @@ def _joins(tree: exp.Select, scope: _Scope, public_tables: Mapping[str, Collecti
         scope.public[alias.lower()] = (table, public_tables[table])
         if j.args.get("using"):
             cols = [u.name for u in j.args["using"]]
-            on_node: exp.Expression = exp.and_(*[exp.EQ(this=exp.column(c, table=scope.private),
-                                                          expression=exp.column(c, table=alias)) for c in cols])
+            on_node = cast(exp.Expression, exp.and_(*[exp.EQ(this=exp.column(c, table=scope.private),
+                                                             expression=exp.column(c, table=alias)) for c in cols]))
         else:
             on_node = j.args["on"]
         scope.check(on_node)
@@ -175,10 +176,10 @@ def _joins(tree: exp.Select, scope: _Scope, public_tables: Mapping[str, Collecti
 
 def _join_keys(on: exp.Expression, alias: str) -> list[str]:
     """The public columns of ``alias`` that ``on`` equates (a conjunct ``alias.c = <not alias>``)."""
-    conjuncts = list(on.flatten()) if isinstance(on, exp.And) else [on]
+    conjuncts = [cast(exp.Expression, c) for c in on.flatten()] if isinstance(on, exp.And) else [on]
     keys = []
-    for c in conjuncts:
-        c = _bare(c)
+    for conjunct in conjuncts:
+        c = _bare(conjunct)
         if not isinstance(c, exp.EQ):
             continue
         for mine, other in ((c.this, c.expression), (c.expression, c.this)):
@@ -313,7 +314,7 @@ class _Outer:
 
 def _transform_outside_aggregates(node: exp.Expression, fn) -> exp.Expression:  # type: ignore[no-untyped-def]
     """Apply ``fn`` top-down, not descending into an aggregate or a node ``fn`` replaced."""
-    new = fn(node)
+    new: exp.Expression = fn(node)
     if new is not node:
         return new
     for key, value in list(node.args.items()):
@@ -401,7 +402,7 @@ def _source(tree: exp.Select, table: str) -> exp.Expression:
     source = tree.args.get("from_") or tree.args.get("from")
     if source is None:
         raise _refuse("the query has no FROM clause;", f"write FROM {table}.")
-    src = source.this
+    src: exp.Expression = source.this
     if tree.args.get("sample") is not None or src.args.get("sample") is not None:
         raise _refuse("TABLESAMPLE / USING SAMPLE is not supported: a random sample of rows is not a fixed "
                       "function of the data, and its privacy amplification is not accounted here;",
@@ -517,7 +518,7 @@ def _per_unit(sub: exp.Select, alias: str, *, table: str, unit: str, table_colum
                 try:
                     sql = row_expression(m.copy(), where_)
                 except (UnsupportedError, ValueError):
-                    sql = None
+                    sql = ""  # matches no key
                 if sql in key_sql:
                     return exp.column(key_sql[sql], quoted=True)
             return m
@@ -647,7 +648,7 @@ def parse_sql(text: str, *, table: str, privacy_unit: str, dialect: str = "duckd
             raise ValueError(f"output column names must be distinct; {name!r} repeats. Give each an alias (AS name).")
         if _is_agg(node):
             agg = outer.measure(node, name)
-            tree_ = exp.column(agg, quoted=True)
+            tree_: exp.Expression = exp.column(agg, quoted=True)
             outputs.append(Output(name=name, expr=_sql(tree_), aggregate=agg, monotone_of=agg))
         else:
             tree_ = outer.post(node, "the select list")

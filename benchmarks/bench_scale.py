@@ -1,0 +1,255 @@
+"""dpkit.query where the work grows: 10^6 groups, 10^6 public keys, 10^8 and 10^9 rows (issue 16).
+
+Every dpkit row has the raw limits of the same engine on the same data beside it, from the same run:
+
+* ``plain``: the non-private ``GROUP BY key`` (``COUNT(*)``), fetched as Arrow;
+* ``floor``: the two-level ``GROUP BY (unit, key)`` then ``key`` that any per-unit contribution bounding
+  must at least do (no ranking, no clamping), fetched as Arrow.
+
+Bars (issue 16): with 10^6 groups, dpkit within 3x of ``plain`` and 1.5x of ``floor``; 10^6 public keys
+answered; 10^9 rows answered within the machine's memory.
+
+Scenarios (each row in its own subprocess with a timeout and an address-space cap, ``_harness.run_isolated``;
+median of ``--repeats`` after one warm-up, except the 10^9-row rows, which run once, cold):
+
+* ``groups``: ``--rows`` (10^7) rows, 10^6 units, 10^6 groups, each row's unit and group drawn by hash
+  (so nearly every (unit, group) pair is distinct: the per-unit table is as large as the input), in
+  Parquet.  dpkit with private partition selection (``delta=1e-6``) and with the 10^6 groups as public
+  keys (the keys' registration, once per session, timed apart as ``first plan``); OpenDP's Polars
+  context with the same 10^6 keys (``with_keys``).
+* ``keys``: 10^4, 10^5 and 10^6 public keys on the same table: dpkit's first plan (registers the keys)
+  and the query.
+* ``rows``: ``--big-rows`` (10^8; ``--huge`` adds 10^9) rows, 10^6 units, 100 categories, each unit with
+  3 favourite categories holding ~90% of its rows, written once to Parquet (row groups of 2^20 rows) and
+  read in place.  dpkit with 100 public keys and with private selection, ``max_partitions=3``,
+  ``max_rows=100``.
+
+    bash benchmarks/run.sh scale                               # groups, keys and 10^8 rows
+    .bench-venv/bin/python benchmarks/bench_scale.py --huge    # and 10^9 rows (about 20 GB of disk)
+    .venv/bin/python benchmarks/bench_scale.py --rows 1000000 --big-rows 2000000 --no-write   # a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _harness as H  # noqa: E402
+
+GENERATOR_VERSION = 1
+
+PRELUDE = """
+import os, statistics, time, warnings
+warnings.simplefilter("ignore")
+P = {params!r}
+
+def _timed(fn, repeats, warmup):
+    for _ in range(warmup):
+        fn()
+    runs, value = [], None
+    for _ in range(repeats):
+        t = time.perf_counter(); value = fn(); runs.append(time.perf_counter() - t)
+    return {{"runs": runs, "median_s": statistics.median(runs), "repeats": repeats, "warmup": warmup}}, value
+"""
+
+RAW = """
+import duckdb
+con = duckdb.connect()
+con.execute("SET preserve_insertion_order = false")
+con.execute(f"SET memory_limit = '{P['memory_limit']}'")
+src = f"read_parquet('{P['path']}')"
+if P["kind"] == "plain":
+    sql = f"SELECT {P['key']}, COUNT(*) AS n FROM {src} GROUP BY {P['key']}"
+else:
+    sql = (f"SELECT {P['key']}, COUNT(*) AS units, SUM(n) AS n FROM (SELECT {P['unit']}, {P['key']}, COUNT(*) AS n "
+           f"FROM {src} GROUP BY {P['unit']}, {P['key']}) GROUP BY {P['key']}")
+def once():
+    return con.sql(sql).to_arrow_table()
+timing, t = _timed(once, P["repeats"], P["warmup"])
+RESULT = {**timing, "groups": t.num_rows}
+"""
+
+DPKIT = """
+import tempfile
+from dpkit.guarantees import ApproxDP
+from dpkit.query import Session
+import duckdb
+d = tempfile.mkdtemp(prefix="dpkit-bench-scale-")
+con = duckdb.connect()  # the same settings as the raw rows: a memory limit, spilling beyond it
+con.execute("SET preserve_insertion_order = false")
+con.execute(f"SET memory_limit = '{P['memory_limit']}'")
+con.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet('{P['path']}')")
+s = Session(con, table="t", privacy_unit=P["unit"], ledger=os.path.join(d, "ledger.db"),
+            budget=ApproxDP(epsilon=1e9, delta=0.5), max_partitions=P["max_partitions"], max_rows=P["max_rows"])
+q = f"SELECT {P['key']}, COUNT(*) AS n FROM t GROUP BY {P['key']}"
+kw = dict(epsilon=1.0, bounding_report=False)
+first_plan_s = None
+if P["keys"] is not None:
+    kw["keys"] = {P["key"]: list(range(P["keys"]))}
+    t = time.perf_counter()
+    s.plan(q, **kw)
+    first_plan_s = time.perf_counter() - t
+else:
+    kw["delta"] = 1e-6
+def once():
+    return s.sql(q, **kw, debug_timings=True)
+timing, r = _timed(once, P["repeats"], P["warmup"])
+RESULT = {**timing, "groups": len(r.rows), "first_plan_s": first_plan_s,
+          "timings": {k: round(v, 3) for k, v in r.timings.items() if isinstance(v, (int, float))}}
+s.close()
+"""
+
+OPENDP = """
+import opendp.prelude as dp
+import polars as pl
+dp.enable_features("contrib")
+keys = pl.LazyFrame({P["key"]: pl.Series(range(P["keys"]), dtype=pl.Int64)})
+def once():
+    context = dp.Context.compositor(
+        data=pl.scan_parquet(P["path"]),
+        privacy_unit=dp.unit_of(contributions=P["max_partitions"], identifier=P["unit"]),
+        privacy_loss=dp.loss_of(epsilon=1.0), split_evenly_over=1)
+    query = (context.query().truncate_per_group(P["max_rows"], by=[P["key"]])
+             .truncate_num_groups(P["max_partitions"], by=[P["key"]], keep="first")
+             .group_by(P["key"]).agg(dp.len()).with_keys(keys))
+    return query.release().collect()
+timing, out = _timed(once, P["repeats"], P["warmup"])
+RESULT = {**timing, "groups": out.height}
+"""
+
+GEN_GROUPS = """
+import duckdb
+con = duckdb.connect()
+n, units, groups = P["rows"], P["units"], P["groups"]
+con.execute(f"COPY (SELECT (hash(range) % {units})::BIGINT AS uid, (hash(range * 7 + 1) % {groups})::BIGINT AS g "
+            f"FROM range({n})) TO '{P['path']}' (FORMAT parquet, ROW_GROUP_SIZE 1048576)")
+RESULT = {"ok": True}
+"""
+
+GEN_ROWS = """
+import duckdb
+con = duckdb.connect()
+con.execute("SET preserve_insertion_order = false")
+n, units, cats = P["rows"], P["units"], P["categories"]
+# unit by hash; ~90% of a unit's rows in one of its 3 favourite categories, the rest anywhere
+con.execute(f"COPY (SELECT u AS uid, (CASE WHEN r % 10 = 0 THEN (r // 10) % {cats} "
+            f"ELSE (hash(u) + (r // 10) % 3 * 37) % {cats} END)::INTEGER AS category, (r % 1000)::DOUBLE / 10 AS amount "
+            f"FROM (SELECT (hash(range) % {units})::BIGINT AS u, hash(range * 7 + 1) AS r FROM range({n}))) "
+            f"TO '{P['path']}' (FORMAT parquet, ROW_GROUP_SIZE 1048576)")
+RESULT = {"ok": True}
+"""
+
+
+def _run(code: str, params: dict[str, Any], label: str, *, timeout: float, memory_gib: float) -> dict[str, Any]:
+    res = H.run_isolated(PRELUDE.format(params=params) + code, label=label, timeout_s=timeout, memory_gib=memory_gib)
+    if res.get("ok"):
+        out = dict(res["result"])
+        out["peak_rss_bytes"] = res.get("peak_rss_bytes")
+        return out
+    return {"error": res.get("error"), "stderr": res.get("stderr_tail", "")[-600:]}
+
+
+def _ensure(path: Path, gen: str, params: dict[str, Any], timeout: float) -> None:
+    if path.exists():
+        return
+    print(f"== writing {path} ...", flush=True)
+    tmp = path.with_suffix(".tmp.parquet")
+    res = H.run_isolated(PRELUDE.format(params={**params, "path": str(tmp)}) + gen, label="generate",
+                         timeout_s=timeout, memory_gib=16.0)
+    if not res.get("ok"):
+        raise SystemExit(f"could not write {path}: {res.get('error')} {res.get('stderr_tail', '')}")
+    tmp.rename(path)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=10**7, help="rows of the 10^6-group table")
+    ap.add_argument("--big-rows", type=int, default=10**8, help="rows of the 100-category table")
+    ap.add_argument("--huge", action="store_true", help="also 10^9 rows (about 20 GB of Parquet, run once)")
+    ap.add_argument("--only", choices=["groups", "keys", "rows"], help="one scenario")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--data-dir", default=str(Path.home() / ".cache" / "dpkit-bench"))
+    ap.add_argument("--memory-limit", default="12GB", help="DuckDB's memory_limit for every row (it spills beyond)")
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    data = Path(args.data_dir)
+    data.mkdir(parents=True, exist_ok=True)
+    env = H.environment()
+    results: dict[str, Any] = {"rows": []}
+    lines: list[list[Any]] = []
+
+    def row(scenario: str, label: str, res: dict[str, Any], ref: dict[str, float | None]) -> None:
+        med = res.get("median_s")
+        ratios = [f"{med / ref[k]:.2f}x {k}" if med and ref.get(k) else "" for k in ("plain", "floor")]
+        note = res.get("error") or (f"first plan (keys registered) {res['first_plan_s']:.2f} s"
+                                    if res.get("first_plan_s") is not None else "")
+        if res.get("timings"):
+            note = (note + "; " if note else "") + ", ".join(f"{k} {v:.2f}" for k, v in res["timings"].items())
+        lines.append([scenario, label, H.fmt_time(med), ", ".join(r for r in ratios if r) or "-",
+                      res.get("groups", "-"), H.fmt_bytes(res.get("peak_rss_bytes")), note])
+        results["rows"].append({"scenario": scenario, "label": label, **res})
+        print(f"   {scenario:8s} {label:44s} {H.fmt_time(med):>10s}  {' '.join(ratios)}  {note}", flush=True)
+
+    rep = dict(repeats=args.repeats, warmup=1)
+    if args.only in (None, "groups", "keys"):
+        path = data / f"scale-groups-v{GENERATOR_VERSION}-{args.rows}.parquet"
+        base = dict(path=str(path), rows=args.rows, units=10**6, groups=10**6, unit="uid", key="g",
+                    memory_limit=args.memory_limit)
+        _ensure(path, GEN_GROUPS, base, 3600)
+        raw = {k: _run(RAW, {**base, **rep, "kind": k}, k, timeout=1200, memory_gib=16) for k in ("plain", "floor")}
+        ref = {k: v.get("median_s") for k, v in raw.items()}
+        for k in ("plain", "floor"):
+            row("groups", f"raw DuckDB {k}", raw[k], ref)
+        common = {**base, **rep, "max_partitions": 10, "max_rows": 5}
+        if args.only in (None, "groups"):
+            row("groups", "dpkit private selection", _run(DPKIT, {**common, "keys": None}, "dpkit-sel",
+                                                           timeout=1800, memory_gib=16), ref)
+            row("groups", "dpkit 10^6 public keys", _run(DPKIT, {**common, "keys": 10**6}, "dpkit-keys",
+                                                          timeout=1800, memory_gib=16), ref)
+            row("groups", "OpenDP Polars, 10^6 keys (with_keys)",
+                _run(OPENDP, {**common, "keys": 10**6, "repeats": 1, "warmup": 0}, "opendp", timeout=1200,
+                     memory_gib=16), ref)
+        if args.only in (None, "keys"):
+            for nk in (10**4, 10**5, 10**6):
+                row("keys", f"dpkit {nk:.0e} public keys", _run(DPKIT, {**common, "keys": nk}, "dpkit-keys",
+                                                                  timeout=1800, memory_gib=16), ref)
+    if args.only in (None, "rows"):
+        for n in [args.big_rows] + ([10**9] if args.huge else []):
+            path = data / f"scale-rows-v{GENERATOR_VERSION}-{n}.parquet"
+            base = dict(path=str(path), rows=n, units=10**6, categories=100, unit="uid", key="category",
+                        memory_limit=args.memory_limit)
+            _ensure(path, GEN_ROWS, base, 7200)
+            once = dict(repeats=1, warmup=0) if n >= 10**9 else rep
+            raw = {k: _run(RAW, {**base, **once, "kind": k}, k, timeout=3600, memory_gib=24) for k in ("plain", "floor")}
+            ref = {k: v.get("median_s") for k, v in raw.items()}
+            scen = f"{n:.0e} rows"
+            for k in ("plain", "floor"):
+                row(scen, f"raw DuckDB {k}", raw[k], ref)
+            common = {**base, **once, "max_partitions": 3, "max_rows": 100}
+            row(scen, "dpkit 100 public keys", _run(DPKIT, {**common, "keys": 100}, "dpkit-rows", timeout=3600,
+                                                     memory_gib=24), ref)
+            row(scen, "dpkit private selection", _run(DPKIT, {**common, "keys": None}, "dpkit-rows-sel",
+                                                       timeout=3600, memory_gib=24), ref)
+
+    md = "\n\n".join([
+        "# dpkit.query at scale (issue 16)",
+        H.environment_markdown(env),
+        "Medians of the stated repeats after one warm-up (10^9 rows: one cold run). Ratios to the raw DuckDB "
+        "limits of the same run: plain = GROUP BY key; floor = GROUP BY (unit, key) then key. Every row: DuckDB "
+        f"with memory_limit = {args.memory_limit} (spilling beyond it) and preserve_insertion_order = false. "
+        "Memory: the subprocess's peak RSS.",
+        H.markdown_table(["scenario", "row", "median", "vs raw", "groups", "peak RSS", "notes"], lines),
+    ])
+    if args.no_write:
+        print(md)
+    else:
+        H.write_report("scale", markdown=md, data=results, env=env)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
