@@ -31,7 +31,8 @@ disjoint and decided by the transcript, so P[V in S] <= e^eps_B P'[V in S] + sum
 {``basic`` with share 0 (pure spends only), X with share delta_B}, X fixed at the **first** spend from
 that spend's family: ``gdp`` for a Gaussian-DP item (GaussianDP, continuous Gaussian), ``zcdp`` for an
 item with a rho (pure, zCDP, dpkit's Gaussian mechanisms), ``rdp`` at the single order that suits the
-first item best for an item with a Rényi curve only (DP-SGD steps), ``approx`` for an (eps, delta) item.
+first item best for an item with a Rényi curve only (DP-SGD steps), ``basic`` (with all of delta_B) for an
+(eps, delta) item (``filter="approx"`` chooses Whitehouse et al.'s filter instead).
 The first spend is chosen before any answer exists, so the choice is data-independent: conditioned on
 it the set is fixed, and a mixture of (eps, delta)-DP interactions over a data-independent choice is
 (eps, delta)-DP.  No delta is split, so X is exactly as tight as it alone would be.
@@ -235,7 +236,8 @@ def auto_kind(item: PrivacyItem) -> str:
     if np.any(np.isfinite(item.rdp)):
         return "rdp"
     if item.approx is not None:
-        return "approx"
+        return "basic"  # an (epsilon, delta) spend: basic composition with the whole delta (the approximate-DP
+        # filter pays for its concentration term with half of delta: choose it with filter="approx")
     raise UnsupportedError(f"{item.label} states no guarantee any filter can account for.")
 
 
