@@ -238,7 +238,9 @@ def auto_kind(item: PrivacyItem) -> str:
     if item.approx is not None:
         return "basic"  # an (epsilon, delta) spend: basic composition with the whole delta (the approximate-DP
         # filter pays for its concentration term with half of delta: choose it with filter="approx")
-    raise UnsupportedError(f"{item.label} states no guarantee any filter can account for.")
+    raise UnsupportedError(f"{item.label} states no guarantee any privacy filter can account for (a filter needs a "
+                           "pure, zCDP, Gaussian-DP, Rényi or (epsilon, delta) guarantee); give one, or build the "
+                           "Accountant with adaptive=False if the whole sequence was fixed in advance (PLD).")
 
 
 # ---- several filters ------------------------------------------------------------------------------------
