@@ -210,7 +210,7 @@ def make_filter(kind: str, *, epsilon: float, delta_share: float, first: Privacy
         # half the share for the concentration term d', half for the spends' own deltas d''
         d1 = delta_share / 2.0
         return Filter(kind="approx", share=delta_share, limit=epsilon, log_term=_up(2.0 * math.log(1.0 / d1)),
-                      delta_limit=_down(delta_share - d1))
+                      delta_limit=delta_share - d1)  # exact: d1 is half of delta_share (Sterbenz)
     if kind == "rdp":
         if orders is None:
             b = rdp_budgets(epsilon, delta_share)
