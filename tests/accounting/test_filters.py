@@ -178,3 +178,20 @@ def test_a_refused_first_spend_does_not_fix_the_filter():
     acc.spend(Gaussian(sensitivity=1, sigma=100))
     assert any(line.startswith("zCDP filter") for line in acc.filters)
     assert math.isfinite(float(acc.epsilon(DELTA)))
+
+
+def test_gaussian_dp_budget_compares_mu_squared_exactly():
+    """mu = 0.41000000000000003: the float mu * mu rounds up past the exact square.  The budget takes a spend
+    of itself (exact sums), and nothing more, however small."""
+    from dpkit.guarantees import GaussianDP
+
+    mu = 0.41000000000000003
+    assert Fraction(mu * mu) > Fraction(mu) ** 2
+    acc = Accountant(GaussianDP(mu))
+    acc.spend(GaussianDP(mu))
+    with pytest.raises(BudgetExceededError, match="Nothing was spent"):
+        acc.spend(GaussianDP(1e-9))
+    acc = Accountant(GaussianDP(mu))
+    acc.spend(GaussianDP(0.4))
+    left = acc.remaining()
+    assert Fraction(0.4) ** 2 + Fraction(float(left.mu)) ** 2 <= Fraction(mu) ** 2

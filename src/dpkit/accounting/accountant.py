@@ -108,7 +108,8 @@ def _rule(budget: Budget, filter: str | dict[str, float]) -> FilterSet:
         return FilterSet(epsilon=math.inf, delta=0.0, filters=(f,), alive=(True,))
     if isinstance(budget, GaussianDP):
         mu = float(budget.mu)
-        f = Filter(kind="gdp", share=0.0, limit=mu * mu)  # the sum of mu_i^2 (rounded up) is compared with mu^2
+        # the exact sum of mu_i^2 is compared with the exact mu^2 (the float mu * mu may round either way)
+        f = Filter(kind="gdp", share=0.0, limit=down(Fraction(mu) ** 2), exact_limit=Fraction(mu) ** 2)
         return FilterSet(epsilon=math.inf, delta=0.0, filters=(f,), alive=(True,))
     # RenyiDP: each budget order read at the smallest core order above it (RDP is non-decreasing in alpha)
     limits: dict[int, float] = {}
@@ -253,7 +254,10 @@ class Accountant:
             return ZCDP(max(0.0, down(Fraction(float(b.rho)) - self._rule.filters[0].used)))
         if isinstance(b, GaussianDP):
             left = down(Fraction(float(b.mu)) ** 2 - self._rule.filters[0].used)
-            return GaussianDP(math.sqrt(left)) if left > 0 else PureDP(0.0)
+            if left <= 0:
+                return PureDP(0.0)
+            r = math.sqrt(left)
+            return GaussianDP(r if Fraction(r) ** 2 <= Fraction(left) else math.nextafter(r, 0.0))  # rounded down
         if isinstance(b, RenyiDP):
             f = self._rule.filters[0]
             used = {ORDERS[i]: u for i, u in zip(f.orders, f.rdp_used)}

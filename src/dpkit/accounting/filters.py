@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpkit._math.directed import up
+from dpkit._math.directed import down, up
 from dpkit.accounting.items import ORDERS, PrivacyItem
 from dpkit.accounting.state import add_up, mul_up, zcdp_epsilon
 from dpkit.errors import UnsupportedError
@@ -128,7 +128,8 @@ class Filter:
 
     kind: str
     share: float  # the delta this filter answers for
-    limit: float = 0.0  # eps_B (basic, approx), rho_B (zcdp), mu_B^2 (gdp)
+    limit: float = 0.0  # eps_B (basic, approx), rho_B (zcdp), mu_B^2 rounded down (gdp)
+    exact_limit: Fraction | None = None  # gdp: mu_B^2 exactly (compared instead of ``limit`` when given)
     used: Fraction = Fraction(0)  # exact: sum eps (basic), sum rho (zcdp), sum mu^2 (gdp), sum eps^2 (approx)
     delta_limit: float = 0.0  # basic: its share; approx: d''
     delta_used: Fraction = Fraction(0)
@@ -147,7 +148,7 @@ class Filter:
         if self.kind == "zcdp":
             return mul_up(k, item.rho) if math.isfinite(item.rho) else None
         if self.kind == "gdp":
-            return mul_up(k, mul_up(item.mu, item.mu)) if math.isfinite(item.mu) else None
+            return k * Fraction(item.mu) ** 2 if math.isfinite(item.mu) else None  # exact
         if self.kind == "approx":
             if item.approx is None:
                 return None
@@ -165,7 +166,8 @@ class Filter:
         # k copies at once and k single spends give the same total
         if self.kind in ("zcdp", "gdp"):
             used = self.used + Fraction(c)
-            return replace(self, used=used) if used <= Fraction(self.limit) else None
+            lim = self.exact_limit if self.exact_limit is not None else Fraction(self.limit)
+            return replace(self, used=used) if used <= lim else None
         if self.kind == "basic":
             used, dused = self.used + Fraction(c[0]), self.delta_used + Fraction(c[1])
             ok = used <= Fraction(self.limit) and dused <= Fraction(self.delta_limit)
@@ -205,7 +207,7 @@ def make_filter(kind: str, *, epsilon: float, delta_share: float, first: Privacy
         return Filter(kind="zcdp", share=delta_share, limit=zcdp_budget(epsilon, delta_share))
     if kind == "gdp":
         mu = gdp_budget(epsilon, delta_share)
-        return Filter(kind="gdp", share=delta_share, limit=math.nextafter(mu * mu, 0.0) if mu > 0 else 0.0)
+        return Filter(kind="gdp", share=delta_share, limit=down(Fraction(mu) ** 2))
     if kind == "approx":
         # half the share for the concentration term d', half for the spends' own deltas d''
         d1 = delta_share / 2.0
