@@ -195,3 +195,24 @@ def test_gaussian_dp_budget_compares_mu_squared_exactly():
     acc.spend(GaussianDP(0.4))
     left = acc.remaining()
     assert Fraction(0.4) ** 2 + Fraction(float(left.mu)) ** 2 <= Fraction(mu) ** 2
+
+
+def test_an_epsilon_delta_spend_after_a_pure_first_spend_is_refused_with_what_to_do():
+    """The automatic set after a pure first spend is {zCDP with all of delta, basic with none}: an (eps, delta)
+    spend cannot be taken by either (the union bound has no delta left for it).  The refusal says so and
+    changes nothing; filter="basic" or shares of delta take such sequences."""
+    acc = Accountant(ApproxDP(epsilon=EPS, delta=DELTA))
+    acc.spend(PureDP(0.25))
+    before = (acc.spends, acc.filters)
+    with pytest.raises(UnsupportedError, match="filter='basic'.*Nothing was spent|Nothing was spent") as info:
+        acc.spend(ApproxDP(epsilon=0.25, delta=2.5e-7))
+    assert "filter='basic'" in str(info.value)
+    assert (acc.spends, acc.filters) == before
+    acc = Accountant(ApproxDP(epsilon=EPS, delta=DELTA), filter="basic")
+    acc.spend(PureDP(0.25))
+    acc.spend(ApproxDP(epsilon=0.25, delta=2.5e-7), count=2)
+    acc = Accountant(ApproxDP(epsilon=EPS, delta=DELTA), filter={"basic": DELTA / 2, "zcdp": DELTA / 2})
+    acc.spend(PureDP(0.25))
+    acc.spend(ApproxDP(epsilon=0.25, delta=2.5e-7))
+    # the zCDP filter stopped at the (eps, delta) spend and stays stopped; basic composition goes on
+    assert any(line.endswith("(stopped)") and line.startswith("zCDP") for line in acc.filters)

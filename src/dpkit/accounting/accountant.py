@@ -180,7 +180,7 @@ class Accountant:
             if rule is None:
                 alive = [f for f, a in zip(self._rule.filters, self._rule.alive) if a] if self._rule.pending is None \
                     else list(self._rule._fixed(item).filters)
-                if alive and all(f.cost(item, count) is None for f in alive):
+                if alive and all(f.cost(item, count) is None or _holds_no_delta_for(f, item) for f in alive):
                     raise UnsupportedError(f"{refused}: {self._rule.why_not(item, count)}. {_what_to_give(self._budget)} "
                                            "Nothing was spent.")
                 raise BudgetExceededError(f"{refused} ({self._rule.why_not(item, count)}). Nothing was spent.")
@@ -346,6 +346,11 @@ class Accountant:
         return rows
 
 
+def _holds_no_delta_for(f: Filter, item: PrivacyItem) -> bool:
+    """A basic filter with no delta share (beside the filter the first spend chose) and an item with delta > 0."""
+    return f.kind == "basic" and f.delta_limit == 0.0 and item.approx is not None and item.approx[1] > 0.0
+
+
 def _down(x: float) -> float:
     return math.nextafter(x, -math.inf) if x > 0 else x
 
@@ -358,5 +363,9 @@ def _what_to_give(budget: Budget) -> str:
         return "A ZCDP budget takes ZCDP, GaussianDP and PureDP guarantees and dpkit mechanisms; give one of those."
     if isinstance(budget, RenyiDP):
         return "A RenyiDP budget takes anything with a Rényi curve (not an (epsilon, delta) guarantee)."
-    return ("Give the mechanism itself or its PureDP/ZCDP/GaussianDP guarantee, or build the Accountant with "
-            "filter='approx' (Whitehouse et al.) for (epsilon, delta) spends, or adaptive=False for a fixed sequence.")
+    return ("Under an ApproxDP budget the first spend fixes the filter (a pure or zCDP spend: the zCDP filter with all "
+            "of delta, beside a basic filter for pure spends only; a Gaussian-DP spend: the GDP filter), so an "
+            "(epsilon, delta) spend after one of those has no delta to draw on. Give the mechanism itself or its "
+            "PureDP/ZCDP/GaussianDP guarantee, or build the Accountant with filter='basic' (basic composition with "
+            "all of delta), filter={'basic': d1, 'zcdp': d2} (shares of delta), filter='approx' (Whitehouse et al.), "
+            "or adaptive=False for a sequence fixed in advance.")
