@@ -7,7 +7,7 @@ is then (epsilon, delta)-DP.  Each filter here is a sum compared with a limit fi
 made (so a spend costs O(1) and a refused spend changes nothing):
 
 ==========  ==========================================  ===============================================
-kind        admits while                                source (docs/theory.md §9 has each argument)
+kind        admits while                                source (docs/theory.md §2d has each argument)
 ==========  ==========================================  ===============================================
 ``basic``   sum eps_i <= eps_B, sum delta_i <= share     Rogers et al. 2016, Thm 3.6 (basic filter)
 ``zcdp``    sum rho_i <= rho_B                          Feldman & Zrnic 2021, arXiv 2008.11193v4, Thm 3.1
@@ -20,16 +20,18 @@ kind        admits while                                source (docs/theory.md �
 ==========  ==========================================  ===============================================
 
 **Several filters at once** (:class:`FilterSet`).  A set holds filters F_1..F_m with delta shares
-d_1..d_m (sum <= delta_B).  Each filter runs its own stopping rule: it is *alive* until the first spend
-it does not admit, and dead from then on.  A spend is run if at least one alive filter admits it; the
-alive filters that do not admit it die; if none admits it, it is refused and nothing changes.  Valid by a
-union bound over the filter that stops last (docs/theory.md §9): on the event that F_i is the last to
-stop, the transcript is F_i's own stopped transcript, which is (eps_B, d_i)-DP, and the events are
-disjoint and decided by the transcript, so P[V in S] <= e^eps_B P'[V in S] + sum_i d_i.
+d_1..d_m (sum <= delta_B).  A spend runs if at least one *alive* filter admits it; the alive filters that
+do not admit a spend that runs stop for good; a spend no alive filter admits is refused and changes
+nothing (no filter stops).  Valid with delta = sum d_i (docs/theory.md §2d): some filter is always alive;
+on the event E_i that F_i is the first filter alive at the end, F_i admitted every spend that ran and
+refused every spend that was refused, so each transcript in E_i has the same probability as under F_i
+alone, which is an (eps_B, d_i) filter; E_i is decided by the transcript, so
+P[V in S] = sum_i P_i[V in S and E_i] <= e^eps_B P'[V in S] + sum_i d_i.  (Running a spend whenever *any*
+filter admits it, with no filter ever stopping, is not valid: the analyst could alternate between them.)
 
 **Automatic choice** (``filter="auto"``, the default for an ApproxDP budget): the set is
 {``basic`` with share 0 (pure spends only), X with share delta_B}, X fixed at the **first** spend from
-that spend's family: ``gdp`` for a Gaussian-DP item (GaussianDP, continuous Gaussian), ``zcdp`` for an
+that spend's family (the first *admitted* spend: a refused spend fixes nothing): ``gdp`` for a Gaussian-DP item (GaussianDP, continuous Gaussian), ``zcdp`` for an
 item with a rho (pure, zCDP, dpkit's Gaussian mechanisms), ``rdp`` at the single order that suits the
 first item best for an item with a Rényi curve only (DP-SGD steps), ``basic`` (with all of delta_B) for an
 (eps, delta) item (``filter="approx"`` chooses Whitehouse et al.'s filter instead).

@@ -20,7 +20,7 @@ Every number is an upper bound, rounded up.  The reduction happens once, when an
 accountant's ``add`` never looks at a mechanism again.  Sources: pure epsilon to zCDP rho =
 epsilon tanh(epsilon/2) and to the Rényi curve of randomized response (every epsilon-DP pair is a
 post-processing of it: Kairouz, Oh, Viswanath 2015, arXiv 1311.0776, Thm 2.4 -- the curve below is its
-Rényi divergence); pure epsilon to mu-GDP with mu = 2 Phi^{-1}(e^eps / (1 + e^eps)) (docs/theory.md §9,
+Rényi divergence); pure epsilon to mu-GDP with mu = 2 Phi^{-1}(e^eps / (1 + e^eps)) (docs/theory.md §2d,
 from the trade-off function of epsilon-DP, Dong, Roth, Su 2022, arXiv 1905.02383, Prop 2.5 and
 Def 2.6); Gaussian: rho = mu^2/2 and D_alpha = alpha mu^2 / 2 (Bun & Steinke 2016, arXiv 1605.02065,
 Prop 1.6); RDP is non-decreasing in alpha (van Erven & Harremoës 2014, arXiv 1206.2459, Thm 3), so a
@@ -142,7 +142,7 @@ def pure_to_gdp_mu(epsilon: float) -> float:
 
     The trade-off function of epsilon-DP is f(a) = max(0, 1 - e^eps a, e^-eps (1 - a)); G_mu is
     convex, so G_mu <= f everywhere iff it holds at the kink a* = 1/(1 + e^eps), i.e. iff
-    Phi(Phi^{-1}(1 - a*) - mu) <= a* (docs/theory.md §9).
+    Phi(Phi^{-1}(1 - a*) - mu) <= a* (docs/theory.md §2d).
 
     >>> round(pure_to_gdp_mu(1.0), 6)
     1.232035
