@@ -246,8 +246,51 @@ def test_accountant_takes_dpsgd_steps_and_refuses_past_the_budget():
     with pytest.raises(BudgetExceededError, match="Nothing was spent"):
         acc.spend(DPSGDStep(sigma=2.0, sampling_rate=0.05, steps=10**5))
     assert acc.spends == before
+    # adaptively, a step with no Renyi curve (substitution neighbours) has no filter; the error says what to do
     with pytest.raises(UnsupportedError, match="adaptive=False"):
-        Accountant(ApproxDP(epsilon=1.0, delta=1e-5)).spend(DPSGDStep(sigma=2.0, sampling_rate=0.05))
+        Accountant(ApproxDP(epsilon=1.0, delta=1e-5)).spend(
+            DPSGDStep(sigma=2.0, sampling_rate=0.05, neighboring="substitute"))
+
+
+def test_adaptive_accountant_takes_dpsgd_steps_by_the_renyi_filter():
+    """Issue 9: under an (epsilon, delta) budget the adaptive Accountant admits DP-SGD steps through the Renyi
+    filter (Feldman & Zrnic 2021, arXiv 2008.11193, Thm 3.1: sum of eps_i(a) <= B_a at a fixed order a gives
+    (a, B_a)-RDP under fully adaptive choice), B_a from CKS 2020 (arXiv 2004.00010) Prop 12.  Checked against
+    the exact binomial expansion of the Poisson-subsampled Gaussian's Renyi divergence at the integer order
+    (Mironov, Talwar, Zhang 2019, arXiv 1908.10530, Sec 3.3) at 50 digits."""
+    eps_b, delta_b, sigma, q = 1.0, 1e-5, 2.0, 0.05
+    acc = Accountant(ApproxDP(epsilon=eps_b, delta=delta_b))
+    n = 0
+    while True:
+        try:
+            acc.spend(DPSGDStep(sigma=sigma, sampling_rate=q))
+        except BudgetExceededError as exc:
+            assert "Nothing was spent" in str(exc)
+            break
+        n += 1
+        assert n < 10**4
+    assert len(acc.spends) == n
+    rdp_line = [line for line in acc.filters if line.startswith("RDP filter")]
+    assert len(rdp_line) == 1
+    a = int(float(rdp_line[0].split("order ")[1].split(":")[0]))
+    with mp.workdps(50):
+        A = mp.fsum(mp.binomial(a, k) * (1 - mp.mpf(q)) ** (a - k) * mp.mpf(q) ** k
+                    * mp.exp(mp.mpf(k * k - k) / (2 * mp.mpf(sigma) ** 2)) for k in range(a + 1))
+        r = mp.log(A) / (a - 1)
+
+        def conv(m: int) -> mp.mpf:  # CKS Prop 12 at order a for m steps
+            return m * r + mp.log(1 - mp.mpf(1) / a) - (mp.log(mp.mpf(delta_b)) + mp.log(a)) / (a - 1)
+
+        assert conv(n) <= eps_b  # the admitted steps are within the budget by the paper's statement
+        assert conv(n + 1) > eps_b * (1 - 1e-9)  # and the filter stops where the statement does at its order
+    # the order was chosen from the first step alone, to fit the most copies: no order of the core fits more
+    with mp.workdps(30):
+        for b in (4, 8, 10, 12, 14, 16, 20, 24, 32):
+            A = mp.fsum(mp.binomial(b, k) * (1 - mp.mpf(q)) ** (b - k) * mp.mpf(q) ** k
+                        * mp.exp(mp.mpf(k * k - k) / (2 * mp.mpf(sigma) ** 2)) for k in range(b + 1))
+            rb = mp.log(A) / (b - 1)
+            fit = (eps_b - mp.log(1 - mp.mpf(1) / b) + (mp.log(mp.mpf(delta_b)) + mp.log(b)) / (b - 1)) / rb
+            assert int(mp.floor(fit)) <= n + 1
 
 
 def test_pld_values_are_labelled_and_read_only():

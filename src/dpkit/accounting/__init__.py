@@ -12,11 +12,15 @@
   neighbouring relations) and calibration of sigma, q or T, all certified intervals with no delta floor
   (the tilted accountant, :mod:`dpkit.accounting._pld_tilted`); :mod:`dpkit.accounting.gaussian_profile`:
   composed Gaussians in closed form, in log space.
+* :mod:`dpkit.accounting.state`: the one composable accounting state (every family, O(1) per spend);
+  :mod:`dpkit.accounting.items`: what it takes; :mod:`dpkit.accounting.filters`: the adaptive filters.
 * :mod:`dpkit.accounting.accountant`: a privacy filter that refuses a spend before it would exceed
   the budget, and reports every method side by side.
 """
 
 from dpkit.accounting.accountant import Accountant, MethodReport, Spend
+from dpkit.accounting.items import GaussianEvent, LaplaceEvent, PrivacyItem, as_item
+from dpkit.accounting.state import AccountingState
 from dpkit.accounting.composition import (
     COMPOSERS,
     PaperValue,
@@ -61,6 +65,11 @@ from dpkit.accounting.subsampling import SubsampledInterval, pld_subsampled, sub
 
 __all__ = [
     "Accountant",
+    "AccountingState",
+    "GaussianEvent",
+    "LaplaceEvent",
+    "PrivacyItem",
+    "as_item",
     "COMPOSERS",
     "Calibration",
     "DPSGDInterval",

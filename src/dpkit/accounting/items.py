@@ -1,0 +1,398 @@
+r"""What an accountant can take: every spend, reduced once to its cost in each family of the core.
+
+Contract
+--------
+:func:`as_item` turns anything dpkit can spend -- a guarantee (``PureDP``, ``ApproxDP``, ``ZCDP``,
+``GaussianDP``, ``RenyiDP`` at finitely many orders), a dpkit mechanism, a
+:class:`~dpkit.accounting.dpsgd.DPSGDStep`, or one of the *events* below (descriptions of noise added
+by the caller's own code, like ``dp_accounting``'s ``DpEvent``) -- into a :class:`PrivacyItem`: a
+frozen value holding, for **one** use,
+
+* ``epsilon``: the pure epsilon (``inf`` if none); ``approx``: an ``(epsilon, delta)`` guarantee for basic
+  and approximate-DP composition (``None`` if none);
+* ``rho``: a zCDP bound (``inf`` if none); ``mu``: a Gaussian-DP bound (``inf`` if none);
+* ``rdp``: the Rényi curve at the fixed orders :data:`ORDERS` (``inf`` where none);
+* ``law``: the privacy-loss law the PLD composes (``None`` if the item has no exact law);
+* ``event``: a JSON-able description of what was spent (like a ``DpEvent``); :func:`item_to_json` writes
+  it with every number above, and :func:`item_from_json` reads them back exactly (the ledger's record).
+
+Every number is an upper bound, rounded up.  The reduction happens once, when an item is made, so an
+accountant's ``add`` never looks at a mechanism again.  Sources: pure epsilon to zCDP rho =
+epsilon tanh(epsilon/2) and to the Rényi curve of randomized response (every epsilon-DP pair is a
+post-processing of it: Kairouz, Oh, Viswanath 2015, arXiv 1311.0776, Thm 2.4 -- the curve below is its
+Rényi divergence); pure epsilon to mu-GDP with mu = 2 Phi^{-1}(e^eps / (1 + e^eps)) (docs/theory.md §2d,
+from the trade-off function of epsilon-DP, Dong, Roth, Su 2022, arXiv 1905.02383, Prop 2.5 and
+Def 2.6); Gaussian: rho = mu^2/2 and D_alpha = alpha mu^2 / 2 (Bun & Steinke 2016, arXiv 1605.02065,
+Prop 1.6); RDP is non-decreasing in alpha (van Erven & Harremoës 2014, arXiv 1206.2459, Thm 3), so a
+curve given at other orders is read at the next listed order above.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import special
+
+from dpkit.errors import UnsupportedError
+from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP, RenyiDP, WassersteinDP
+
+__all__ = [
+    "ORDERS",
+    "GaussianEvent",
+    "LaplaceEvent",
+    "PrivacyItem",
+    "Spendable",
+    "as_item",
+    "item_from_json",
+    "item_to_json",
+    "pure_to_gdp_mu",
+]
+
+#: the fixed Rényi orders of the core's RDP family (Opacus's list minus the orders below 1.25)
+ORDERS: tuple[float, ...] = (1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 10.0, 12.0,
+                             14.0, 16.0, 20.0, 24.0, 28.0, 32.0, 48.0, 64.0, 128.0, 256.0)
+_ORD = np.array(ORDERS)
+_INF_RDP = np.full(len(ORDERS), math.inf)
+_INF_RDP.flags.writeable = False
+
+
+def _up(x: float, ulps: int = 2) -> float:
+    for _ in range(ulps):
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+@runtime_checkable
+class Spendable(Protocol):
+    """Anything :func:`as_item` accepts besides guarantees and events: a dpkit mechanism (a dominating
+    pair and the guarantees computed from it)."""
+
+    @property
+    def pair(self) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GaussianEvent:
+    """Gaussian noise N(0, sigma^2) added by the caller to a query of l2 ``sensitivity`` (continuous
+    noise: the accountant takes the caller's word that it was sampled safely)."""
+
+    sigma: float
+    sensitivity: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("sigma", "sensitivity"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < float(v) < math.inf):
+                raise ValueError(f"{name} must be finite and > 0; got {v!r}.")
+
+    @property
+    def name(self) -> str:
+        return f"Gaussian(sigma={self.sigma:g})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LaplaceEvent:
+    """Laplace noise of scale b added by the caller to a query of l1 ``sensitivity`` (continuous noise)."""
+
+    scale: float
+    sensitivity: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("scale", "sensitivity"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < float(v) < math.inf):
+                raise ValueError(f"{name} must be finite and > 0; got {v!r}.")
+
+    @property
+    def name(self) -> str:
+        return f"Laplace(scale={self.scale:g})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrivacyItem:
+    """One use of a mechanism, in every family of the accounting core (see the module docstring)."""
+
+    label: str
+    event: dict[str, Any] = field(compare=False, hash=False)
+    key: str = ""  # canonical JSON of ``event``: identical items share it (run-length encoding)
+    epsilon: float = math.inf
+    approx: tuple[float, float] | None = None
+    rho: float = math.inf
+    mu: float = math.inf
+    rdp: NDArray[np.float64] = field(default_factory=lambda: _INF_RDP, compare=False, hash=False)
+    law: tuple[Any, ...] | None = None
+    headline: Any = None  # the guarantee a ledger row shows for this item
+
+    def __post_init__(self) -> None:
+        r = np.array(self.rdp, dtype=np.float64, copy=True)
+        r.flags.writeable = False
+        object.__setattr__(self, "rdp", r)
+        if not self.key:
+            object.__setattr__(self, "key", json.dumps(self.event, sort_keys=True))
+
+
+# ---- closed forms ----------------------------------------------------------------------------------
+def pure_to_gdp_mu(epsilon: float) -> float:
+    r"""The smallest mu with epsilon-DP => mu-GDP: mu = 2 Phi^{-1}(e^eps/(1 + e^eps)), rounded up.
+
+    The trade-off function of epsilon-DP is f(a) = max(0, 1 - e^eps a, e^-eps (1 - a)); G_mu is
+    convex, so G_mu <= f everywhere iff it holds at the kink a* = 1/(1 + e^eps), i.e. iff
+    Phi(Phi^{-1}(1 - a*) - mu) <= a* (docs/theory.md §2d).
+
+    >>> round(pure_to_gdp_mu(1.0), 6)
+    1.232035
+    """
+    if epsilon == 0.0:
+        return 0.0
+    p = 1.0 / (1.0 + math.exp(-epsilon))
+    return _up(2.0 * float(special.ndtri(p)) * (1.0 + 1e-14), 4)
+
+
+def _pure_rdp(epsilon: float) -> NDArray[np.float64]:
+    """The Rényi curve of randomized response with parameter epsilon (the worst epsilon-DP pair)."""
+    a = _ORD
+    # D_a = ln[(e^{a eps} + e^{(1-a) eps}) / (1 + e^eps)] / (a - 1), in log space
+    num = np.logaddexp(a * epsilon, (1.0 - a) * epsilon)
+    den = np.logaddexp(0.0, epsilon)
+    v = (num - den) / (a - 1.0)
+    v = np.minimum(np.maximum(v, 0.0), epsilon)
+    return np.nextafter(v * (1.0 + 1e-13), np.inf)
+
+
+def _gauss_rdp(mu: float) -> NDArray[np.float64]:
+    return np.nextafter(_ORD * (mu * mu / 2.0) * (1.0 + 1e-15), np.inf)
+
+
+def _rdp_from(orders: Any, eps_at: Any) -> NDArray[np.float64]:
+    """A curve given at ``orders`` read at :data:`ORDERS`: the value at the next listed order above
+    (RDP is non-decreasing in alpha), inf above the largest."""
+    os_ = np.asarray(list(orders), dtype=np.float64)
+    es = np.asarray([float(eps_at(a)) for a in os_], dtype=np.float64)
+    order = np.argsort(os_)
+    os_, es = os_[order], es[order]
+    # suffix minimum: the best value at any listed order >= alpha
+    suf = np.minimum.accumulate(es[::-1])[::-1]
+    idx = np.searchsorted(os_, _ORD, side="left")
+    out = np.full(len(ORDERS), math.inf)
+    ok = idx < os_.size
+    out[ok] = suf[idx[ok]]
+    return out
+
+
+# ---- building items ----------------------------------------------------------------------------------
+def _item_pure(eps: float, event: dict[str, Any], label: str, law: tuple[Any, ...] | None = None) -> PrivacyItem:
+    e = float(eps)
+    rho = _up(e * math.tanh(e / 2.0)) if e > 0 else 0.0
+    return PrivacyItem(label=label, event=event, epsilon=e, approx=(e, 0.0), rho=rho, mu=pure_to_gdp_mu(e),
+                       rdp=_pure_rdp(e), law=law if law is not None else ("pure", e), headline=PureDP(e))
+
+
+def _item_gaussian(mu: float, event: dict[str, Any], label: str, headline: Any = None) -> PrivacyItem:
+    m = float(mu)
+    return PrivacyItem(label=label, event=event, rho=_up(m * m / 2.0), mu=m, rdp=_gauss_rdp(m),
+                       law=("gaussian", m), headline=headline if headline is not None else GaussianDP(m))
+
+
+def _from_guarantee(g: Any, label: str | None) -> PrivacyItem:
+    if isinstance(g, WassersteinDP):
+        raise UnsupportedError(
+            "WassersteinDP bounds a transport distance, which the noise scale of an additive mechanism "
+            "does not change; it implies no (epsilon, delta) guarantee and cannot be spent from a DP budget. "
+            "Spend the mechanism itself, or its PureDP, ZCDP or GaussianDP guarantee."
+        )
+    if isinstance(g, PureDP):
+        return _item_pure(float(g.epsilon), {"type": "PureDP", "epsilon": repr(float(g.epsilon))}, label or str(g))
+    if isinstance(g, ApproxDP):
+        e, d = float(g.epsilon), float(g.delta)
+        if d == 0.0:
+            return _item_pure(e, {"type": "PureDP", "epsilon": repr(e)}, label or str(g))
+        return PrivacyItem(label=label or str(g), event={"type": "ApproxDP", "epsilon": repr(e), "delta": repr(d)},
+                           approx=(e, d), headline=g)
+    if isinstance(g, ZCDP):
+        r = float(g.rho)
+        return PrivacyItem(label=label or str(g), event={"type": "ZCDP", "rho": repr(r)}, rho=r,
+                           rdp=np.nextafter(_ORD * r, np.inf), headline=g)
+    if isinstance(g, GaussianDP):
+        m = float(g.mu)
+        return _item_gaussian(m, {"type": "GaussianDP", "mu": repr(m)}, label or str(g), headline=g)
+    if isinstance(g, RenyiDP):
+        if g.orders is None:
+            raise UnsupportedError("a RenyiDP given by a callable curve cannot be accounted; give it at finitely "
+                                   "many orders (RenyiDP(orders=..., epsilons=...)).")
+        orders = [float(a) for a in g.orders]  # type: ignore[union-attr]
+        eps = [float(g.epsilon(a)) for a in orders]
+        return PrivacyItem(label=label or "RenyiDP", event={"type": "RenyiDP", "orders": [repr(a) for a in orders],
+                                                           "epsilons": [repr(e) for e in eps]},
+                           rdp=_rdp_from(orders, dict(zip(orders, eps)).__getitem__), headline=g)
+    raise TypeError(f"cannot spend a {type(g).__name__}; spend a guarantee (PureDP, ApproxDP, ZCDP, GaussianDP, "
+                    "RenyiDP), a dpkit mechanism, a DPSGDStep or a GaussianEvent/LaplaceEvent.")
+
+
+def _from_dpsgd(step: Any, label: str | None) -> PrivacyItem:
+    from dpkit.accounting.dpsgd import DPSGDStep
+
+    assert isinstance(step, DPSGDStep)
+    event = {"type": "DPSGDStep", "sigma": repr(float(step.sigma)), "sampling_rate": repr(float(step.sampling_rate)),
+             "steps": int(step.steps), "sampling": step.sampling, "neighboring": step.neighboring}
+    shift = 2.0 if step.neighboring == "substitute" else 1.0
+    mu = shift / float(step.sigma)
+    q = float(step.sampling_rate)
+    if q == 1.0:
+        one = _item_gaussian(mu * math.sqrt(step.steps), event, label or step.name)
+        return PrivacyItem(label=one.label, event=event, rho=one.rho, mu=one.mu, rdp=one.rdp,
+                           law=("gaussian", one.mu), headline=GaussianDP(one.mu))
+    rdp = _INF_RDP
+    if (step.sampling, step.neighboring) == ("poisson", "add_remove"):
+        curve = step.rdp()
+        rdp = _rdp_from(curve.orders, curve.epsilon)
+    kind = "symmetric" if step.neighboring == "substitute" else "subsampled"
+    return PrivacyItem(label=label or step.name, event=event, rdp=rdp,
+                       law=(kind, mu, q, int(step.steps)), headline=None)
+
+
+def _from_mechanism(m: Any, label: str | None) -> PrivacyItem:
+    """A dpkit mechanism: its pure epsilon, zCDP, Rényi curve and exact loss law, all from its pair."""
+    name = label or getattr(m, "name", None) or type(m).__name__
+    from dpkit.mechanisms import Laplace as LaplaceMechanism
+
+    eps = math.inf
+    try:
+        eps = float(m.pure_dp().epsilon)
+    except (UnsupportedError, AttributeError):
+        pass
+    rho = math.inf
+    try:
+        rho = float(m.zcdp().rho)
+    except (UnsupportedError, AttributeError):
+        pass
+    if math.isfinite(eps):
+        rho = min(rho, _up(eps * math.tanh(eps / 2.0)))
+    rdp = _INF_RDP
+    if math.isfinite(rho):
+        rdp = np.nextafter(_ORD * rho, np.inf)
+    if math.isfinite(eps):
+        rdp = np.minimum(rdp, _pure_rdp(eps))
+    law: tuple[Any, ...] | None = None
+    event: dict[str, Any]
+    try:
+        pair = m.pair
+        law = ("pair", pair)
+        event = {"type": "Mechanism", "class": type(m).__name__, "repr": repr(m)}
+    except UnsupportedError:
+        event = {"type": "Mechanism", "class": type(m).__name__, "repr": repr(m)}
+    if isinstance(m, LaplaceMechanism) and m.dimension > 1:
+        law = None  # the vector's pure epsilon is exact; its PLD is bounded by the epsilon-DP one below
+    if law is None and math.isfinite(eps):
+        law = ("pure", eps)
+    headline: Any = PureDP(eps) if math.isfinite(eps) else (ZCDP(rho) if math.isfinite(rho) else None)
+    if headline is None:
+        try:
+            headline = m.guarantee
+        except (UnsupportedError, AttributeError):  # pragma: no cover - every dpkit mechanism states one
+            headline = None
+    return PrivacyItem(label=str(name), event=event, epsilon=eps, approx=(eps, 0.0) if math.isfinite(eps) else None,
+                       rho=rho, mu=pure_to_gdp_mu(eps) if math.isfinite(eps) else math.inf, rdp=rdp, law=law,
+                       headline=headline)
+
+
+def as_item(x: object, *, label: str | None = None) -> PrivacyItem:
+    """The :class:`PrivacyItem` of one use of ``x`` (see the module docstring for what ``x`` may be).
+
+    Raises
+    ------
+    UnsupportedError
+        For ``WassersteinDP`` or a ``RenyiDP`` given by a callable curve (the message says what to give).
+    TypeError
+        For anything else that is not spendable.
+
+    >>> as_item(PureDP(1.0)).rho < 0.5
+    True
+    """
+    if isinstance(x, PrivacyItem):
+        return x
+    if isinstance(x, (PureDP, ApproxDP, ZCDP, GaussianDP, RenyiDP, WassersteinDP)):
+        return _from_guarantee(x, label)
+    if isinstance(x, GaussianEvent):
+        mu = _up(float(x.sensitivity) / float(x.sigma))
+        return _item_gaussian(mu, {"type": "GaussianEvent", "sigma": repr(float(x.sigma)),
+                                   "sensitivity": repr(float(x.sensitivity))}, label or x.name)
+    if isinstance(x, LaplaceEvent):
+        t = _up(float(x.sensitivity) / float(x.scale))
+        return _item_pure(t, {"type": "LaplaceEvent", "scale": repr(float(x.scale)),
+                              "sensitivity": repr(float(x.sensitivity))}, label or x.name, law=("laplace", t))
+    from dpkit.accounting.dpsgd import DPSGDStep
+
+    if isinstance(x, DPSGDStep):
+        return _from_dpsgd(x, label)
+    if hasattr(x, "pair") and hasattr(x, "release"):
+        return _from_mechanism(x, label)
+    return _from_guarantee(x, label)  # raises the TypeError
+
+
+def item_to_json(item: PrivacyItem) -> str:
+    """The item as canonical JSON: its event and every number (``repr`` floats, so they read back exactly)."""
+    def num(x: float) -> str:
+        return repr(float(x))
+
+    return json.dumps({"event": item.event, "epsilon": num(item.epsilon),
+                       "approx": None if item.approx is None else [num(item.approx[0]), num(item.approx[1])],
+                       "rho": num(item.rho), "mu": num(item.mu), "rdp": [num(v) for v in item.rdp]},
+                      sort_keys=True)
+
+
+def item_from_json(text: str, label: str) -> PrivacyItem:
+    """Rebuild an item written by :func:`item_to_json`, number for number (ValueError/KeyError/TypeError if
+    unreadable).  Events of the types :func:`as_item` builds from a description are rebuilt from it (so
+    their loss law comes back too); a mechanism's item keeps its numbers and no loss law."""
+    d = json.loads(text)
+    if not isinstance(d, dict):
+        raise ValueError("an item record must be a JSON object")
+    event = d["event"]
+    if not isinstance(event, dict):
+        raise ValueError("an item's event must be a JSON object")
+    f = float
+    rdp = np.array([f(v) for v in d["rdp"]], dtype=np.float64)
+    if rdp.shape != (len(ORDERS),) or np.any(np.isnan(rdp)) or np.any(rdp < 0):
+        raise ValueError("an item's Renyi curve must hold one value >= 0 per order of ORDERS")
+    approx = None if d["approx"] is None else (f(d["approx"][0]), f(d["approx"][1]))
+    nums = [f(d["epsilon"]), f(d["rho"]), f(d["mu"])]
+    if any(math.isnan(v) or v < 0 for v in nums) or (approx is not None and not (approx[0] >= 0 and 0 <= approx[1] <= 1)):
+        raise ValueError("an item's costs must be numbers >= 0")
+    law = None
+    t = event.get("type")
+    rebuilt = None
+    if t in ("PureDP", "ApproxDP", "ZCDP", "GaussianDP", "RenyiDP", "GaussianEvent", "LaplaceEvent", "DPSGDStep"):
+        rebuilt = _from_event(event, label)
+        law = rebuilt.law
+    return PrivacyItem(label=label, event=event, epsilon=nums[0], approx=approx, rho=nums[1], mu=nums[2], rdp=rdp,
+                       law=law, headline=rebuilt.headline if rebuilt is not None else None)
+
+
+def _from_event(event: dict[str, Any], label: str) -> PrivacyItem:
+    t = event.get("type")
+    f = float
+    if t == "PureDP":
+        return as_item(PureDP(f(event["epsilon"])), label=label)
+    if t == "ApproxDP":
+        return as_item(ApproxDP(epsilon=f(event["epsilon"]), delta=f(event["delta"])), label=label)
+    if t == "ZCDP":
+        return as_item(ZCDP(f(event["rho"])), label=label)
+    if t == "GaussianDP":
+        return as_item(GaussianDP(f(event["mu"])), label=label)
+    if t == "RenyiDP":
+        return as_item(RenyiDP(orders=[f(a) for a in event["orders"]], epsilons=[f(e) for e in event["epsilons"]]),
+                       label=label)
+    if t == "GaussianEvent":
+        return as_item(GaussianEvent(sigma=f(event["sigma"]), sensitivity=f(event["sensitivity"])), label=label)
+    if t == "LaplaceEvent":
+        return as_item(LaplaceEvent(scale=f(event["scale"]), sensitivity=f(event["sensitivity"])), label=label)
+    from dpkit.accounting.dpsgd import DPSGDStep
+
+    return as_item(DPSGDStep(sigma=f(event["sigma"]), sampling_rate=f(event["sampling_rate"]),
+                             steps=int(event["steps"]), sampling=event["sampling"],
+                             neighboring=event["neighboring"]), label=label)
