@@ -254,8 +254,12 @@ def dpsgd_delta(*, epsilon: float, sigma: float | None = None, sampling_rate: fl
     relatively accurate however small delta is (values below 1e-308 underflow to 0.0: see
     :func:`dpsgd_log_delta`).
 
-    >>> iv = dpsgd_delta(sigma=1.0, sampling_rate=0.01, steps=1000, epsilon=1.8282477)
-    >>> iv.lower <= 1e-5 <= iv.upper
+    At the ends of the certified epsilon interval for delta = 1e-5, delta lies on either side of 1e-5:
+
+    >>> eps = dpsgd_epsilon(sigma=1.0, sampling_rate=0.01, steps=1000, delta=1e-5)
+    >>> dpsgd_delta(sigma=1.0, sampling_rate=0.01, steps=1000, epsilon=eps.upper).upper <= 1e-5
+    True
+    >>> dpsgd_delta(sigma=1.0, sampling_rate=0.01, steps=1000, epsilon=eps.lower).lower >= 1e-5
     True
     """
     lo, hi, method = _log_delta(epsilon, sigma, sampling_rate, steps, schedule, sampling, neighboring)
