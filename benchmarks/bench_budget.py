@@ -27,6 +27,7 @@ import argparse
 import math
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -44,14 +45,8 @@ EPS, DELTA = 1.0, 1e-6
 SIGMAS = (10.0, 100.0, 1000.0)
 
 
-def largest_count(item: object) -> int:
-    def fits(k: int) -> bool:
-        try:
-            Accountant(ApproxDP(epsilon=EPS, delta=DELTA)).check(item, count=k)
-            return True
-        except BudgetExceededError:
-            return False
-
+def _largest_count(fits: Callable[[int], bool]) -> int:
+    """The largest k >= 1 with ``fits(k)`` (0 if none), for ``fits`` monotone: doubling, then bisection."""
     if not fits(1):
         return 0
     lo, hi = 1, 2
@@ -61,6 +56,17 @@ def largest_count(item: object) -> int:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
     return lo
+
+
+def largest_count(item: object) -> int:
+    def fits(k: int) -> bool:
+        try:
+            Accountant(ApproxDP(epsilon=EPS, delta=DELTA)).check(item, count=k)
+            return True
+        except BudgetExceededError:
+            return False
+
+    return _largest_count(fits)
 
 
 def one_at_a_time(item: object) -> tuple[int, float, str]:
@@ -78,15 +84,7 @@ def basic_gaussian(sigma: float) -> int:
     def fits(k: int) -> bool:
         return k * gaussian_epsilon_interval(1.0 / sigma, DELTA / k)[1] <= EPS
 
-    if not fits(1):
-        return 0
-    lo, hi = 1, 2
-    while fits(hi):
-        lo, hi = hi, 2 * hi
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo
+    return _largest_count(fits)
 
 
 def main() -> None:

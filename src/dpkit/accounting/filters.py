@@ -43,7 +43,7 @@ it the set is fixed, and a mixture of (eps, delta)-DP interactions over a data-i
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from dataclasses import dataclass, replace
 from typing import Any
@@ -72,23 +72,32 @@ def _down(x: float) -> float:
     return math.nextafter(x, -_INF) if x > 0 else x
 
 
+def _largest(ok: Callable[[float], bool], start: float, rtol: float) -> float:
+    """The largest x >= 0 with ``ok(x)`` (to ``rtol`` relative, from below), for ``ok`` true at 0 and monotone.
+
+    Doubles from ``start`` until ``ok`` fails, then bisects; the returned end always satisfies ``ok``
+    (or is 0).
+    """
+    lo, hi = 0.0, start
+    while ok(hi):
+        lo, hi = hi, 2.0 * hi
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid == 0.0 or ok(mid):
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= rtol * hi:
+            break
+    return lo
+
+
 # ---- budgets: the largest limit whose conversion is certified to meet (eps_B, delta) -------------------
 def zcdp_budget(epsilon: float, delta: float) -> float:
     """The largest rho (to 1e-12 relative, rounded down) with CKS 2020 Cor 13 giving epsilon(delta) <= epsilon."""
     if delta <= 0.0:
         return 0.0
-    lo, hi = 0.0, max(1.0, epsilon)
-    while zcdp_epsilon(hi, delta) <= epsilon:
-        lo, hi = hi, 2.0 * hi
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if zcdp_epsilon(mid, delta) <= epsilon:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-12 * hi:
-            break
-    return _down(lo)
+    return _down(_largest(lambda rho: zcdp_epsilon(rho, delta) <= epsilon, max(1.0, epsilon), 1e-12))
 
 
 def gdp_budget(epsilon: float, delta: float) -> float:
@@ -101,18 +110,7 @@ def gdp_budget(epsilon: float, delta: float) -> float:
     def ok(mu: float) -> bool:
         return gaussian_delta_interval(mu, epsilon)[1] <= delta
 
-    lo, hi = 0.0, 1.0
-    while ok(hi):
-        lo, hi = hi, 2.0 * hi
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid == 0.0 or ok(mid):
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-13 * hi:
-            break
-    return _down(lo)
+    return _down(_largest(ok, 1.0, 1e-13))
 
 
 def rdp_budgets(epsilon: float, delta: float) -> NDArray[np.float64]:
