@@ -444,4 +444,4 @@ def combine(parts: Sequence[tuple[PrivacyItem, int]], *, label: str, event: dict
     ev.setdefault("type", "Composite")
     ev.setdefault("parts", [[p.event if isinstance(p, PrivacyItem) else str(p), int(c)] for p, c in parts])
     return PrivacyItem(label=label, event=ev, epsilon=eps, approx=approx, rho=rho,
-                       mu=math.sqrt(mu2) if math.isfinite(mu2) else math.inf, rdp=rdp, law=None, headline=headline)
+                       mu=_up(math.sqrt(mu2)) if math.isfinite(mu2) else math.inf, rdp=rdp, law=None, headline=headline)
