@@ -47,7 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("sql", help="the query; the table is called t (see --table)")
     p.add_argument("--privacy-unit", required=True, metavar="COLUMN",
                    help="column identifying whose row it is (e.g. user_id); required")
-    p.add_argument("--epsilon", type=float, default=None, help="this query's epsilon (> 0); or give --accuracy")
+    p.add_argument("--epsilon", type=float, default=None, help="this query's epsilon (> 0); or give --rho or --accuracy")
+    p.add_argument("--rho", type=float, default=None,
+                   help="instead of --epsilon: a zCDP cost (> 0), Gaussian noise by default; needs --keys for GROUP BY")
     p.add_argument("--accuracy", action="append", default=[], metavar="NAME=HALF_WIDTH",
                    help="instead of --epsilon: target 95%% half-widths of counts and sums (repeatable); the smallest "
                         "epsilon that meets them is computed, shown by --plan, and charged")
@@ -67,7 +69,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--keys", action="append", default=[], metavar="COL=V1,V2,...",
                    help="public group keys (repeatable, one per GROUP BY column); without them groups are "
                         "selected privately (needs --delta)")
-    p.add_argument("--noise", choices=("laplace", "gaussian"), default="laplace", help="noise family (default laplace)")
+    p.add_argument("--noise", choices=("laplace", "gaussian"), default=None,
+                   help="noise family (default: gaussian with --rho, or with --delta under a zCDP budget; else laplace)")
     p.add_argument("--selection", choices=("laplace", "gaussian"), default=None,
                    help="noise of private group selection (default: that of --noise); gaussian scales with "
                         "sqrt(--max-partitions)")
@@ -83,6 +86,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="ledger: a SQLite file (default ./dpkit-ledger.db) or a postgresql://user@host/db URL")
     p.add_argument("--budget-epsilon", type=float, default=None, help="total epsilon of a new ledger")
     p.add_argument("--budget-delta", type=float, default=0.0, help="total delta of a new ledger (default 0)")
+    p.add_argument("--budget-rho", type=float, default=None, help="instead of --budget-epsilon: a zCDP budget rho")
     p.add_argument("--table", default="t", help="the table's name in the SQL (default t)")
     p.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
                    help="duckdb (embedded, default) or spark (local Spark, or Spark Connect with --spark-remote)")
@@ -174,13 +178,19 @@ def _session(args: argparse.Namespace) -> Any:
     data = Path(args.data)
     if not data.exists():
         raise ValueError(f"no such data file: {args.data!r}.")
-    budget = None
-    if args.budget_epsilon is not None:
+    budget: Any = None
+    if args.budget_rho is not None:
+        from dpkit.guarantees import ZCDP
+
+        if args.budget_epsilon is not None or args.budget_delta:
+            raise ValueError("give --budget-rho (a zCDP budget) or --budget-epsilon/--budget-delta, not both.")
+        budget = ZCDP(args.budget_rho)
+    elif args.budget_epsilon is not None:
         budget = (PureDP(epsilon=args.budget_epsilon) if not args.budget_delta
                   else ApproxDP(epsilon=args.budget_epsilon, delta=args.budget_delta))
     elif "://" not in args.ledger and not Path(args.ledger).exists():  # a URL: the server says if it is new
         raise ValueError(f"the ledger {args.ledger!r} does not exist yet: give its total budget with --budget-epsilon "
-                         "(and --budget-delta), or point --ledger at an existing ledger.")
+                         "(and --budget-delta) or --budget-rho, or point --ledger at an existing ledger.")
     spark = None
     if args.engine == "spark":
         from pyspark.sql import SparkSession
@@ -204,9 +214,10 @@ def run(args: argparse.Namespace) -> int:
 
     keys_arg = {name: [v for v in values.split(",")] for name, values in _pairs(args.keys, "--keys").items()} or None
     accuracy = {name: _number(value, f"--accuracy {name}=") for name, value in _pairs(args.accuracy, "--accuracy").items()}
-    if (args.epsilon is None) == (not accuracy):
-        raise ValueError("give --epsilon (the cost) or --accuracy NAME=HALF_WIDTH (targets), not both and not neither.")
-    options = dict(epsilon=args.epsilon, delta=args.delta, bounds=_bounds(args.bounds),
+    if (args.epsilon is not None) + (args.rho is not None) + bool(accuracy) != 1:
+        raise ValueError("give one of --epsilon (the cost), --rho (a zCDP cost) or --accuracy NAME=HALF_WIDTH "
+                         "(targets).")
+    options = dict(epsilon=args.epsilon, rho=args.rho, delta=args.delta, bounds=_bounds(args.bounds),
                    max_partitions=args.max_partitions, max_rows=args.max_rows, keys=keys_arg,
                    noise=args.noise, split=_split(args.split), selection=args.selection,
                    bounding_report=not args.no_bounding_report, accuracy=accuracy or None)

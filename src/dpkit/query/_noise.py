@@ -29,6 +29,17 @@ empty] (MAX: weight above): the first non-empty bucket scores 0 and every other 
 utility of q = 0 would tie every edge below the minimum); adding a unit moves the weight by at most
 L and the emptiness indicator by 1 in the opposite direction, so the sensitivity is still L.
 Each partition runs its own selection; a unit touches K partitions, so each gets epsilon/K.
+
+**What a query is charged** (:meth:`Split.charge`): the composition of the mechanisms it builds, as one
+:func:`~dpkit.accounting.items.combine` batch of their guarantees -- pure epsilon of the Laplace,
+geometric and exponential parts, the zCDP rho of each Gaussian vector read from the built mechanism
+(D^2/(2 s^2) on its grid, CKS 2020 Thm 14), the (epsilon, delta) each part was calibrated to, and the
+(epsilon, delta) of partition selection (which has no zCDP bound: its delta is the chance that a
+partition only one unit has is released).  **zCDP shares** (``rho=`` instead of ``epsilon=``): each
+part's share rho_p is met by the part's own mechanism: a Gaussian of sigma = D_2 / sqrt(2 rho_p) (then
+checked on its grid, widened until its rho is <= rho_p), and for pure parts the largest epsilon whose
+mechanism's zCDP bound (epsilon^2/8 for the exponential mechanism's bounded range, Cesar & Rogers 2021,
+Lemma 3.2; epsilon tanh(epsilon/2) for pure DP, Steinke 2024 Thm 5) is <= rho_p, found by bisection.
 """
 
 from __future__ import annotations
@@ -37,6 +48,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from dpkit.accounting.items import PrivacyItem, as_item, combine
+from dpkit.errors import UnsupportedError
+from dpkit.guarantees import ZCDP, ApproxDP, PureDP
 from dpkit.mechanisms import Exponential, Gaussian, Geometric, Laplace
 from dpkit.mechanisms.gaussian import _bisect_sigma
 
@@ -60,6 +74,7 @@ class Measurement:
     noise: str              # "geometric" | "laplace" | "gaussian" | "exponential"
     q: float | None = None  # quantile level
     extreme: str | None = None  # "min" / "max": the first / last non-empty bucket (see _result._quantiles)
+    rho: float = 0.0        # > 0: a Gaussian vector calibrated to this zCDP share (epsilon, delta unused)
 
     @property
     def l1(self) -> float:
@@ -80,8 +95,26 @@ class Measurement:
         if self.noise == "laplace":
             return Laplace(sensitivity=self.l1, epsilon=self.epsilon, dimension=g)
         if self.noise == "gaussian":
+            if self.rho > 0.0:
+                return gaussian_for_rho(self.l2, self.rho, g)
             return gaussian_for_vector(self.l2, self.epsilon, self.delta, g)
         raise ValueError(f"no mechanism for noise {self.noise!r}.")
+
+    def item(self) -> tuple[PrivacyItem, int]:
+        """This vector's cost, from its mechanism, and how many times one unit pays it (K for quantiles,
+        whose exponential mechanism runs once per partition).  The same for every number of partitions: for
+        (epsilon, delta)-calibrated Gaussians the one-value calibration (the smallest sigma) is charged."""
+        if self.noise == "exponential":
+            return mechanism_item(self.mechanism(1)), self.partitions_per_unit
+        m = self.mechanism(1)
+        if self.noise == "gaussian":
+            rho = float(m.zcdp().rho)
+            if self.rho > 0.0:
+                return as_item(ZCDP(rho)), 1
+            # the vector calibration (zCDP-based) never gives a smaller sigma than the one-value one
+            base = as_item(ApproxDP(epsilon=self.epsilon, delta=self.delta))
+            return _with(as_item(ZCDP(rho)), approx=base.approx), 1
+        return mechanism_item(m), 1
 
     def scale(self, partitions: int) -> float:
         """The noise scale: sigma for Gaussian noise, else the mechanism's scale (exponential: 1/c)."""
@@ -106,9 +139,9 @@ class Measurement:
         return float(np.asarray(hi).reshape(-1)[0] - np.asarray(rel.values).reshape(-1)[0])
 
     def describe(self, partitions: int | None) -> dict[str, Any]:
-        row: dict[str, Any] = {"aggregate": self.aggregate, "primitive": self.primitive, "noise": self.noise,
-                               "epsilon": self.epsilon, "delta": self.delta, "per_partition_bound": self.bound,
-                               "partitions_per_unit": self.partitions_per_unit}
+        row: dict[str, Any] = {"aggregate": self.aggregate, "primitive": self.primitive, "noise": self.noise}
+        row.update({"rho": self.rho} if self.rho > 0.0 else {"epsilon": self.epsilon, "delta": self.delta})
+        row.update({"per_partition_bound": self.bound, "partitions_per_unit": self.partitions_per_unit})
         if self.noise == "exponential":
             row["utility_sensitivity"] = self.bound
             row["epsilon_per_partition"] = self.epsilon / self.partitions_per_unit
@@ -119,6 +152,60 @@ class Measurement:
                 row["noise_scale"] = self.scale(partitions)
                 row["half_width_95"] = self.half_width(partitions, 0.95)
         return row
+
+
+def _with(item: PrivacyItem, **changes: Any) -> PrivacyItem:
+    from dataclasses import replace
+
+    return replace(item, **changes)
+
+
+def mechanism_item(m: Any) -> PrivacyItem:
+    """The item of a pure-DP mechanism: its pure epsilon, and its own (possibly smaller) zCDP bound."""
+    item = as_item(PureDP(float(m.pure_dp().epsilon)))
+    try:
+        rho = float(m.zcdp().rho)
+    except UnsupportedError:  # no closed form of its own: the pure-DP conversion stands
+        return item
+    if rho < item.rho:
+        import numpy as np
+
+        from dpkit.accounting.items import ORDERS
+
+        rdp = np.minimum(item.rdp, np.nextafter(np.asarray(ORDERS) * rho, np.inf))
+        item = _with(item, rho=rho, rdp=rdp)
+    return item
+
+
+def epsilon_for_rho(rho: float, build: Any, count: int = 1) -> float:
+    """The largest epsilon (to 1e-9 relative) whose mechanism ``build(epsilon)``, used ``count`` times,
+    has a zCDP bound <= rho (read from the mechanism; bisection, never above)."""
+    def cost(e: float) -> float:
+        return count * mechanism_item(build(e)).rho
+
+    lo, hi = 0.0, math.sqrt(2.0 * rho / count) if count > 0 else 1.0
+    while cost(hi) <= rho:
+        lo, hi = hi, hi * 2.0
+    while hi - lo > 1e-9 * hi:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if cost(mid) <= rho else (lo, mid)
+    if lo == 0.0:
+        raise ValueError(f"no epsilon meets the zCDP share {rho!r}.")
+    return lo
+
+
+def gaussian_for_rho(l2: float, rho: float, dimension: int) -> Gaussian:
+    """The grid-safe Gaussian for a vector of l2 sensitivity ``l2`` whose zCDP bound (read from the
+    mechanism, on its grid) is at most ``rho``: sigma = l2 / sqrt(2 rho), widened until it holds."""
+    sigma = l2 / math.sqrt(2.0 * rho)
+    for _ in range(100):
+        m = Gaussian(sensitivity=l2, sigma=sigma, dimension=dimension)
+        got = float(m.zcdp().rho)
+        if got <= rho:
+            return m
+        # the grid's rounding adds to the sensitivity: scale sigma by the excess (rho ~ 1/sigma^2), and a little
+        sigma *= math.sqrt(got / rho) * (1.0 + 1e-9)
+    raise ValueError(f"no Gaussian met the zCDP share {rho!r}.")  # pragma: no cover - the grid converges
 
 
 @dataclass(frozen=True)
@@ -173,6 +260,10 @@ class Selection:
     @property
     def scale(self) -> float:
         return self.sigma if self.noise == "gaussian" else float(self.mechanism.scale)
+
+    def item(self) -> PrivacyItem:
+        """(epsilon, delta spent): no zCDP bound (a partition only one unit has is released w.p. delta)."""
+        return as_item(ApproxDP(epsilon=self.epsilon, delta=min(self.delta_spent, self.delta)))
 
 
 class _CountGaussian:
@@ -276,6 +367,16 @@ class Split:
     measurements: tuple[Measurement, ...]
     selection: Selection | None
     report_epsilon: float = 0.0
+    rho: float = 0.0  # > 0: the query was given a zCDP cost (``rho=``) and split it; epsilon is then nan
+
+    def charge(self, label: str) -> PrivacyItem:
+        """What the query costs: the batch of the mechanisms it builds (see the module docstring)."""
+        parts: list[tuple[PrivacyItem, int]] = [m.item() for m in self.measurements]
+        if self.selection is not None:
+            parts.append((self.selection.item(), 1))
+        if self.report is not None:
+            parts.append((mechanism_item(self.report), 1))
+        return combine(parts, label=label, event={"type": "Composite", "query": label})
 
     @property
     def report(self) -> Geometric | None:
@@ -283,11 +384,20 @@ class Split:
         return Geometric(sensitivity=4, epsilon=self.report_epsilon) if self.report_epsilon > 0 else None
 
     def shares(self) -> dict[str, tuple[float, float]]:
-        """Output name (and "partition_selection") -> (epsilon, delta) it receives."""
+        """Output name (and "partition_selection") -> (epsilon, delta) it receives; for a query given a
+        zCDP cost (``rho > 0``), (rho, 0.0): the zCDP bound of each part's mechanisms."""
         out: dict[str, tuple[float, float]] = {}
         for m in self.measurements:
             e, d = out.get(m.aggregate, (0.0, 0.0))
-            out[m.aggregate] = (e + m.epsilon, d + m.delta)
+            if self.rho > 0.0:
+                item, count = m.item()
+                out[m.aggregate] = (e + count * item.rho, 0.0)
+            else:
+                out[m.aggregate] = (e + m.epsilon, d + m.delta)
+        if self.rho > 0.0:
+            if self.report is not None:
+                out["bounding_report"] = (mechanism_item(self.report).rho, 0.0)
+            return out
         if self.selection is not None:
             out["partition_selection"] = (self.selection.epsilon, self.selection.delta)
         if self.report_epsilon > 0:

@@ -50,12 +50,14 @@ import numpy as np
 from sqlglot import exp as _exp
 
 from dpkit.errors import DpkitError, UnsupportedError
-from dpkit.guarantees import ApproxDP, PureDP
+from dpkit.accounting.items import PrivacyItem
+from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP
 from dpkit.ledger import Ledger, SQLiteLedger, open_ledger
 from dpkit.query._backends import DuckDBBackend, SparkBackend, is_numeric_type
 from dpkit.query._compile import (Compiled, ValueColumn, compile_query, engine_sql, join_equalities, literal,
                                   rows_source, transpile)
-from dpkit.query._noise import INTEGER_PRIMITIVES, Measurement, Selection, Split
+from dpkit.mechanisms import Exponential, Geometric, Laplace
+from dpkit.query._noise import INTEGER_PRIMITIVES, Measurement, Selection, Split, epsilon_for_rho
 from dpkit.query._result import QueryResult, finish_aggregates, format_guarantee
 from dpkit.query._spec import Aggregate, Key, QuerySpec
 from dpkit.query._keys import PublicKeys
@@ -65,6 +67,8 @@ from dpkit.query._policy import check_key_type
 from dpkit.query._sql import parse_sql, validate_spec
 
 __all__ = ["DataDependentFailure", "QueryPlan", "Session"]
+
+Guarantee = PureDP | ApproxDP | ZCDP | GaussianDP  # a query's cost, in its ledger budget's family
 
 
 class DataDependentFailure(DpkitError):
@@ -81,7 +85,7 @@ class QueryPlan:
     spec: QuerySpec
     compiled: Compiled
     split: Split
-    guarantee: PureDP | ApproxDP
+    guarantee: Guarantee  # the cost in the budget's family (shown), from ``charge``
     max_partitions: int
     max_rows: int
     public_keys: PublicKeys | None
@@ -90,6 +94,7 @@ class QueryPlan:
     dialect: str
     values: dict[str, ValueColumn] = field(default_factory=dict)
     accuracy: dict[str, float] | None = None  # the targets epsilon was chosen for, if it was
+    charge: PrivacyItem | None = None  # what the ledger is charged: the batch of the mechanisms built
 
     @property
     def sql(self) -> str:
@@ -132,7 +137,10 @@ class QueryPlan:
                          f"delta {self.split.selection.delta_spent:.3g})")
         lines.append("budget split:")
         for name, (e, d) in self.split.shares().items():
-            lines.append(f"  {name}: epsilon {e:.6g}" + (f", delta {d:.3g}" if d else ""))
+            if self.split.rho > 0.0:
+                lines.append(f"  {name}: rho {e:.6g}")
+            else:
+                lines.append(f"  {name}: epsilon {e:.6g}" + (f", delta {d:.3g}" if d else ""))
         lines.append("measurements:")
         for row in self.measurements():
             extra = ", ".join(f"{k} {v:.6g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()
@@ -171,8 +179,11 @@ class Session:
     ledger : str, path, URL or Ledger
         Where spends are recorded durably: a SQLite file, a ``postgresql://`` URL (a shared PostgreSQL
         ledger) or an open ledger (created if missing; then ``budget`` is required).
-    budget : PureDP or ApproxDP, optional
+    budget : PureDP, ApproxDP, ZCDP or GaussianDP, optional
         The total budget of a new ledger; an existing ledger keeps its own (a different one is refused).
+        Each query is charged in the budget's family the guarantee of the mechanisms it builds (pure
+        epsilon, (epsilon, delta), zCDP rho or Gaussian-DP mu), and the ledger's privacy filter decides,
+        over the whole adaptive sequence, whether it fits (README "How a budget composes").
     table : str, default "t"
         The name queries use in ``FROM`` (for a DuckDB connection, the table to read).
     engine : "duckdb" or "spark", optional
@@ -194,7 +205,7 @@ class Session:
     """
 
     def __init__(self, data: Any, *, privacy_unit: str, ledger: str | os.PathLike[str] | SQLiteLedger,
-                 budget: PureDP | ApproxDP | None = None, table: str = "t", engine: str | None = None,
+                 budget: PureDP | ApproxDP | ZCDP | GaussianDP | None = None, table: str = "t", engine: str | None = None,
                  spark: Any = None, schema: dict[str, str] | None = None, public: dict[str, Any] | None = None,
                  max_partitions: int | None = None, max_rows: int | None = None) -> None:
         if not isinstance(privacy_unit, str) or not privacy_unit:
@@ -267,7 +278,7 @@ class Session:
     def schema(self) -> dict[str, str]:
         return dict(self._schema)
 
-    def remaining(self) -> PureDP | ApproxDP:
+    def remaining(self) -> Any:
         """The budget left in the ledger (every session sharing the file sees the same)."""
         return self.ledger.remaining()
 
@@ -286,22 +297,44 @@ class Session:
     def plan(self, query: str | QuerySpec, *, epsilon: float | None = None, delta: float = 0.0,
              bounds: dict[str, tuple[float, float]] | None = None, max_partitions: int | None = None,
              max_rows: int | None = None,
-             keys: Any = None, noise: str = "laplace", split: dict[str, float] | None = None,
+             keys: Any = None, noise: str | None = None, split: dict[str, float] | None = None,
              quantile_buckets: int = 1024, dialect: str = "duckdb", partition_order: str = "hash",
              selection: str | None = None, bounding_report: bool = True,
-             accuracy: dict[str, float] | None = None, confidence: float = 0.95) -> QueryPlan:
+             accuracy: dict[str, float] | None = None, confidence: float = 0.95,
+             rho: float | None = None) -> QueryPlan:
         """Validate a query and decide its bounding, split and cost, without reading data or spending.
 
         Parameters are those of :meth:`sql`.
         """
-        if (epsilon is None) == (accuracy is None):
-            raise ValueError("give exactly one of epsilon (the cost) or accuracy (target half-widths, from which the "
-                             "smallest epsilon that meets them is computed).")
+        budget = self.ledger.budget
+        given = [n for n, v in (("epsilon", epsilon), ("rho", rho), ("accuracy", accuracy)) if v is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of epsilon (the cost), rho (a zCDP cost) or accuracy (target "
+                             f"half-widths, from which the smallest epsilon that meets them is computed); got "
+                             f"{' and '.join(given) if given else 'none'}.")
+        r = 0.0
+        if rho is not None:
+            r = _check_budget_number("rho", rho, allow_zero=False)
+            if isinstance(budget, (PureDP, GaussianDP)):
+                raise UnsupportedError(
+                    f"rho= gives a zCDP cost, which a {type(budget).__name__} budget cannot be charged ("
+                    f"{'a pure budget takes only pure-DP spends' if isinstance(budget, PureDP) else 'zCDP implies no Gaussian-DP bound'}"
+                    "). Give epsilon= (Laplace noise) instead, or use a ZCDP or ApproxDP budget.")
+            if delta:
+                raise ValueError("a query given rho= has no delta of its own; drop delta= (its (epsilon, delta) "
+                                 "follows from the budget's conversion).")
         eps = _check_budget_number("epsilon", epsilon if epsilon is not None else 1.0, allow_zero=False)
         dl = _check_budget_number("delta", delta, allow_zero=True)
         if dl >= 1.0:
             raise ValueError(f"delta must be < 1; got {delta!r}.")
         buckets = _check_int("quantile_buckets", quantile_buckets)
+        if noise is None:  # Gaussian noise where the cost is zCDP; Laplace (pure, or (eps, delta)) otherwise
+            noise = "gaussian" if r > 0.0 or (isinstance(budget, ZCDP) and dl > 0.0) else "laplace"
+        if noise == "gaussian" and isinstance(budget, GaussianDP):
+            raise UnsupportedError(
+                "dpkit's Gaussian noise is a grid-safe discrete Gaussian, certified by zCDP (CKS 2020) but not "
+                f"by a Gaussian-DP (mu) bound, so a {budget} budget cannot be charged for it. Use Laplace noise "
+                "(noise='laplace'; its mu follows from pure DP), or a ZCDP budget for Gaussian answers.")
         if noise not in ("laplace", "gaussian"):
             raise ValueError(f"noise must be 'laplace' or 'gaussian'; got {noise!r}.")
         selection = noise if selection is None else selection
@@ -328,6 +361,12 @@ class Session:
         for key, type_name in zip(spec.keys, key_types):
             check_key_type(key.name, type_name)
         public = self._public_keys(spec, keys, key_types)
+        if spec.keys and public is None and r > 0.0:
+            raise UnsupportedError(
+                "GROUP BY without public keys needs private partition selection, which has no zCDP bound (its "
+                "delta is the chance of releasing a group only one unit has), so a query given rho= cannot pay "
+                "for it. Pass the list of keys (keys= / --keys) if they are public, or give epsilon= and delta= "
+                "under an ApproxDP budget.")
         if spec.keys and public is None and dl == 0.0:
             raise UnsupportedError(
                 "GROUP BY without public keys needs private partition selection, which needs delta > 0 "
@@ -348,7 +387,7 @@ class Session:
             eps = self._epsilon_for(accuracy, confidence, g, lambda e: self._split(
                 spec, values, e, dl, k_eff, l_max, noise, split, select, selection, bool(bounding_report)))
         plan_split = self._split(spec, values, eps, dl, k_eff, l_max, noise, split, select, selection,
-                                 bool(bounding_report))
+                                 bool(bounding_report), rho=r)
         salt = secrets.token_hex(16)
         compiled = compile_query(spec, privacy_unit=self.privacy_unit, values=values, max_partitions=k_max,
                                  max_rows=l_max, public_keys=public, salt=salt, buckets=buckets,
@@ -358,8 +397,8 @@ class Session:
         total_delta = math.fsum(m.delta for m in plan_split.measurements)
         if plan_split.selection is not None:
             total_delta += plan_split.selection.delta
-        # each part meets its share and the shares sum to at most (eps, dl): basic composition
-        guarantee: PureDP | ApproxDP = PureDP(epsilon=eps) if total_delta == 0.0 else ApproxDP(epsilon=eps, delta=dl)
+        charge = plan_split.charge(spec.text if len(spec.text) <= 200 else spec.text[:197] + "...")
+        guarantee = self._headline(charge, eps, dl if total_delta > 0.0 else 0.0, r)
         if isinstance(guarantee, ApproxDP) and isinstance(self.ledger.budget, PureDP):
             raise UnsupportedError(
                 f"this query costs {guarantee} (its delta pays for "
@@ -370,10 +409,31 @@ class Session:
         used_bounds = {v.expr: ((v.lo, v.hi) if v.temporal is None else
                                 (str(_from_number(v.lo, v.temporal)), str(_from_number(v.hi, v.temporal))))
                        for v in values.values() if v.lo is not None}
-        return QueryPlan(spec=spec, compiled=compiled, split=plan_split, guarantee=guarantee,
+        return QueryPlan(spec=spec, compiled=compiled, split=plan_split, guarantee=guarantee, charge=charge,
                          max_partitions=k_max, max_rows=l_max, public_keys=public, bounds=used_bounds,
                          noise=noise, dialect=self._backend.dialect, values=values,
                          accuracy=dict(accuracy) if accuracy is not None else None)
+
+    def _headline(self, charge: PrivacyItem, eps: float, dl: float, rho: float) -> Guarantee:
+        """The query's cost in the budget's family, from the mechanisms it builds (``charge``); UnsupportedError
+        if that family has no bound for them (the message says what to give instead)."""
+        budget = self.ledger.budget
+        if isinstance(budget, ZCDP) or (rho > 0.0 and isinstance(budget, ApproxDP)):
+            if not math.isfinite(charge.rho):
+                raise UnsupportedError(
+                    f"this query has no zCDP bound (private partition selection has none: its delta is the chance "
+                    f"of releasing a group only one unit has), so the ledger's {budget} budget cannot be charged "
+                    "for it. Pass the list of keys (keys= / --keys) if they are public.")
+            return ZCDP(charge.rho)
+        if isinstance(budget, GaussianDP):
+            if not math.isfinite(charge.mu):
+                raise UnsupportedError(
+                    f"this query has no Gaussian-DP bound (private partition selection and dpkit's discrete "
+                    f"Gaussian noise have none), so the ledger's {budget} budget cannot be charged for it. Give "
+                    "public keys and Laplace noise, or use a ZCDP budget.")
+            return GaussianDP(charge.mu)
+        # each part meets its share and the shares sum to at most (eps, dl): basic composition
+        return PureDP(epsilon=eps) if dl == 0.0 else ApproxDP(epsilon=eps, delta=dl)
 
     def _relations(self) -> dict[str, str]:
         return {name: relation for name, (relation, _) in self._public.items()}
@@ -607,7 +667,9 @@ class Session:
     @staticmethod
     def _split(spec: QuerySpec, values: dict[str, ValueColumn], eps: float, dl: float, k: int, l_max: int,
                noise: str, weights: dict[str, float] | None, select: bool, selection: str = "laplace",
-               report: bool = False) -> Split:
+               report: bool = False, rho: float = 0.0) -> Split:
+        """The split of (eps, dl), or of a zCDP cost ``rho`` > 0 (then eps and dl are unused and there is no
+        private selection: it has no zCDP bound)."""
         parts = ([a.name for a in spec.aggregates] + (["partition_selection"] if select else [])
                  + (["bounding_report"] if report else []))
         if weights is None:  # equal shares; the bounding report takes a fixed 5%
@@ -632,6 +694,8 @@ class Session:
             # round, the parts never add up to more than the query's (epsilon, delta)
             w = {p: x / total for p, x in w.items()}
         # delta goes to the parts that need it: selection and Gaussian measurements
+        if rho > 0.0:
+            return Session._split_rho(spec, values, rho, k, l_max, noise, w, report)
         needs_delta = (["partition_selection"] if select else []) + (
             [a.name for a in spec.aggregates if a.kind != "quantile"] if noise == "gaussian" else [])
         if needs_delta and dl == 0.0:
@@ -669,16 +733,64 @@ class Session:
         return Split(epsilon=eps, delta=dl, measurements=tuple(measurements), selection=chosen,
                      report_epsilon=eps * w["bounding_report"] * (1.0 - 1e-12) if report else 0.0)
 
+    @staticmethod
+    def _split_rho(spec: QuerySpec, values: dict[str, ValueColumn], rho: float, k: int, l_max: int, noise: str,
+                   w: dict[str, float], report: bool) -> Split:
+        """Each part meets its share of ``rho`` with its own mechanism (:mod:`dpkit.query._noise`)."""
+        measurements: list[Measurement] = []
+        for agg in spec.aggregates:
+            v = values.get(agg.name)
+            prims = agg.primitives
+            r_each = rho * w[agg.name] / len(prims) * (1.0 - 1e-12)
+            for p in prims:
+                if p == "histogram":
+                    assert v is not None and v.lo is not None and v.hi is not None
+                    q = float(agg.q)  # type: ignore[arg-type]
+                    c = l_max * max(q, 1.0 - q)
+                    e = epsilon_for_rho(r_each, lambda x, c=c: Exponential(sensitivity=c, epsilon=x / k), count=k)
+                    measurements.append(Measurement(agg.name, p, f"hist__{v.index}", c, k, e, 0.0, "exponential",
+                                                    q=q, extreme=agg.extreme))
+                    continue
+                bound = {"rows": l_max, "units": 1, "values": l_max, "distinct": l_max}.get(p)
+                if bound is None:
+                    assert v is not None and v.lo is not None and v.hi is not None
+                    m_abs, r = max(abs(v.lo), abs(v.hi)), (v.hi - v.lo) / 2.0
+                    bound = {"sum": l_max * m_abs, "centered_sum": l_max * r,
+                             "centered_squares": l_max * r * r}[p]
+                if bound == 0:
+                    raise ValueError(f"{agg.name}: the clamping bounds give sensitivity 0; widen them.")
+                column = p if p in ("rows", "units") else f"{p}__{v.index}"  # type: ignore[union-attr]
+                if column == "units":
+                    column = "__units"
+                if noise == "gaussian":
+                    measurements.append(Measurement(agg.name, p, column, float(bound), k, 0.0, 0.0, "gaussian",
+                                                    rho=r_each))
+                    continue
+                l1 = k * float(bound)
+                if p in INTEGER_PRIMITIVES:
+                    e = epsilon_for_rho(r_each, lambda x, s=int(round(l1)): Geometric(sensitivity=s, epsilon=x))
+                    kind = "geometric"
+                else:
+                    e = epsilon_for_rho(r_each, lambda x, s=l1: Laplace(sensitivity=s, epsilon=x))
+                    kind = "laplace"
+                measurements.append(Measurement(agg.name, p, column, float(bound), k, e, 0.0, kind))
+        report_eps = 0.0
+        if report:
+            report_eps = epsilon_for_rho(rho * w["bounding_report"] * (1.0 - 1e-12),
+                                         lambda x: Geometric(sensitivity=4, epsilon=x))
+        return Split(epsilon=0.0, delta=0.0, measurements=tuple(measurements), selection=None,
+                     report_epsilon=report_eps, rho=rho)
+
     # ------------------------------------------------------------------ running
     def sql(self, query: str | QuerySpec, *, epsilon: float | None = None, delta: float = 0.0,
             bounds: dict[str, tuple[float, float]] | None = None, max_partitions: int | None = None,
             max_rows: int | None = None,
-            keys: Any = None, noise: str = "laplace", split: dict[str, float] | None = None,
+            keys: Any = None, noise: str | None = None, split: dict[str, float] | None = None,
             quantile_buckets: int = 1024, confidence: float = 0.95, rng: np.random.Generator | None = None,
             dialect: str = "duckdb", partition_order: str = "hash", selection: str | None = None,
             bounding_report: bool = True, accuracy: dict[str, float] | None = None,
             progress: Callable[[str], None] | None = None, debug_timings: bool = False,
-            nonnegative: bool = True) -> QueryResult:
+            nonnegative: bool = True, rho: float | None = None) -> QueryResult:
         """Answer one aggregate query with differential privacy, recording its cost first.
 
         Parameters
@@ -689,6 +801,11 @@ class Session:
         epsilon, delta : float
             This query's total cost; delta > 0 is needed for private partition selection and
             Gaussian noise.  With Laplace noise and public keys the cost is pure epsilon.
+        rho : float, optional
+            Instead of ``epsilon``: a zCDP cost (under a ZCDP or ApproxDP budget), split like epsilon; each
+            part's mechanism meets its share of rho (Gaussian noise by default).  No private partition
+            selection (it has no zCDP bound): give public keys.  Whatever is given, the ledger is charged
+            the guarantee of the mechanisms the query builds, in its budget's family (``plan(...).guarantee``).
         accuracy : dict, optional
             Instead of ``epsilon``: target half-widths at ``confidence`` by output name (counts and sums),
             e.g. ``{"n": 10}``; the smallest epsilon whose split meets every target is computed (shown by
@@ -707,7 +824,10 @@ class Session:
         keys : dict or list, optional
             Public partition keys: {key: [values]} (their cross product) or a list of tuples.
             Without them GROUP BY keys are selected privately (needs delta).
-        noise : "laplace" or "gaussian"
+        noise : "laplace" or "gaussian", optional
+            Default: Gaussian for a query given ``rho``, or given ``delta`` under a ZCDP budget; Laplace
+            (geometric for counts) otherwise.  A GaussianDP budget takes Laplace noise only (dpkit's
+            discrete Gaussian has a zCDP certificate, not a Gaussian-DP one).
         bounding_report : bool, default True
             Spend a fixed 5% of epsilon (``split`` key "bounding_report") on DP counts of the units that
             bounding touched: all units, those with more than ``max_partitions`` groups, those with more
@@ -754,7 +874,7 @@ class Session:
         """
         say = progress or (lambda _msg: None)
         t0 = time.perf_counter()
-        plan = self.plan(query, epsilon=epsilon, delta=delta, bounds=bounds, max_partitions=max_partitions,
+        plan = self.plan(query, epsilon=epsilon, delta=delta, rho=rho, bounds=bounds, max_partitions=max_partitions,
                          max_rows=max_rows, keys=keys, noise=noise, split=split,
                          quantile_buckets=quantile_buckets, dialect=dialect, partition_order=partition_order,
                          selection=selection, bounding_report=bounding_report, accuracy=accuracy,
