@@ -298,8 +298,12 @@ class Accountant:
     def epsilon(self, delta: float, *, method: Method = "best") -> Estimate:
         """epsilon(delta) of everything spent so far (an upper bound, or an interval), from the state.
 
-        In adaptive mode ``"best"`` uses only methods valid for adaptively chosen parameters, and
-        ``"pld"`` is refused."""
+        In adaptive mode ``"best"`` uses only methods valid under adaptive composition (each mechanism
+        chosen after the earlier answers), and ``"pld"`` is refused.  The reading is an upper bound for the
+        parameters actually spent *as if they had been fixed in advance*; when the parameters themselves were
+        chosen from earlier answers, an odometer's reading is not a guarantee (Rogers, Roth, Ullman, Vadhan
+        2016, arXiv 1605.08294, sec. 3): the certified guarantee is then the budget, which the filter
+        enforces.  The method text of the result says so."""
         d = check_delta(delta, open_interval=True)
         if self._adaptive and method == "pld":
             raise UnsupportedError("PLD accounting is not valid when parameters are chosen adaptively; build the "
@@ -331,7 +335,11 @@ class Accountant:
             if not self._spends:
                 return Estimate(0.0, kind="exact", method="nothing spent")
             raise UnsupportedError("no method valid under adaptivity applies to these spends together.")
-        return best
+        note = (f"{best.method}; for the parameters spent as if fixed in advance (if they were chosen from earlier "
+                f"answers, the certified guarantee is the budget {self.budget}, enforced by the filter)")
+        if best.kind == "interval":
+            return Estimate(float(best), kind="interval", lower=float(best.lower_bound), method=note)
+        return Estimate(float(best), kind=best.kind, error=best.error, method=note)
 
     def report(self, delta: float) -> list[MethodReport]:
         """Every method side by side at ``delta``: value, kind and validity under adaptivity, from the state."""

@@ -73,94 +73,58 @@ def _items(args: argparse.Namespace) -> list[tuple[str, float, int]]:
     return [("laplace", args.scale, args.compositions)]
 
 
-def _guarantees(items):  # type: ignore[no-untyped-def]
-    from dpkit.guarantees import ZCDP, PureDP, RenyiDP
+def state_of(items):  # type: ignore[no-untyped-def]
+    """The accounting state of the composition: every number below is read from it (as the Accountant,
+    the ledgers and the query engine read theirs)."""
+    from dpkit.accounting import AccountingState, GaussianEvent, LaplaceEvent
 
-    out = []
+    state = AccountingState()
     for fam, param, count in items:
         if not (param > 0 and math.isfinite(param)):
             raise ValueError(f"the noise parameter must be finite and > 0; got {param}.")
         if count < 1:
             raise ValueError(f"counts must be >= 1; got {count}.")
-        if fam == "gaussian":
-            out.append((ZCDP(1.0 / (2.0 * param**2)), None, count))
-        else:
-            eps = 1.0 / param
-            out.append((PureDP(eps), RenyiDP(curve=_laplace_rdp(param), description="Laplace RDP"), count))
-    return out
+        event = GaussianEvent(sigma=param) if fam == "gaussian" else LaplaceEvent(scale=param)
+        state = state.add(event, count=count)
+    return state
 
 
-def _laplace_rdp(b: float):  # type: ignore[no-untyped-def]
-    from dpkit.distributions import Laplace
-    from dpkit.divergences import renyi
-
-    return lambda a: float(renyi(Laplace(0, b), Laplace(1, b), a))
+_ROWS = (("basic", "basic (Thm 3.14-3.16)"), ("gdp", "GDP (Dong-Roth-Su Cor 3.3, exact profile)"),
+         ("zcdp", "zCDP (CKS Cor 13)"), ("rdp", "RDP (CKS conversion)"), ("pld", "PLD"))
 
 
 def method_values(items, delta: float) -> list[tuple[str, float, float, str]]:  # type: ignore[no-untyped-def]
     """(method, lower, upper, kind) for each method: numbers, for the table and for the plot alike (a
-    point value has lower == upper)."""
-    from dpkit.accounting.composition import compose_advanced, compose_basic, compose_optimal, compose_rdp
-    from dpkit.accounting.gaussian_profile import gaussian_epsilon_interval
-    from dpkit.accounting.pld import default_grid, epsilon_interval, pld_from_pair
-    from dpkit.distributions import Gaussian, Laplace
-    from dpkit.guarantees import ZCDP
-    from dpkit.guarantees.conversions import rdp_to_approx_dp, to_zcdp, zcdp_to_approx_dp, zcdp_to_rdp
+    point value has lower == upper).  Every composition is read from one
+    :class:`~dpkit.accounting.AccountingState`; the advanced and optimal theorems for one pure mechanism
+    are shown beside it for comparison (seed Theorem 3.20 and Kairouz, Oh, Viswanath 2015)."""
+    from dpkit.accounting.composition import compose_advanced, compose_optimal
+    from dpkit.errors import UnsupportedError
 
-    gs = _guarantees(items)
-    k_total = sum(c for *_, c in gs)
+    state = state_of(items)
+    k_total = sum(c for *_, c in items)
     rows: list[tuple[str, float, float, str]] = []
-
-    def point(name: str, v: float, kind: str) -> None:
-        rows.append((name, float(v), float(v), kind))
-
-    pure = all(not isinstance(g, ZCDP) for g, _, _ in gs)
-    if pure:
-        point("basic (Thm 3.14-3.16)", float(compose_basic([(g, c) for g, _, c in gs]).epsilon), "upper bound")
-        if len(gs) == 1:
-            e0 = float(gs[0][0].epsilon)
-            point("advanced (DRV Thm 3.20, tanh form)",
-                  float(compose_advanced(e0, 0.0, k_total, delta_prime=delta, variant="tanh").epsilon), "upper bound")
-            point("optimal for eps-DP (Kairouz-Oh-Viswanath)",
-                  float(compose_optimal(e0, 0.0, k_total, delta_total=delta).epsilon), "upper bound")
-    else:
-        rows.append(("basic / advanced / optimal", math.nan, math.nan, "n/a: a Gaussian has no finite pure epsilon"))
-    curves = [(zcdp_to_rdp(g) if isinstance(g, ZCDP) else rdp, c) for g, rdp, c in gs]
-    point("RDP (CKS conversion)", float(rdp_to_approx_dp(compose_rdp(curves), delta=delta).epsilon), "upper bound")
-    if not pure:
-        rho = sum(float(to_zcdp(g).rho) * c for g, _, c in gs)  # Laplace: tight eps tanh(eps/2)
-        point("zCDP (CKS Cor 13)", float(zcdp_to_approx_dp(ZCDP(rho), delta=delta).epsilon), "upper bound")
-    if all(f == "gaussian" for f, _, _ in items):
-        # k-fold Gaussians compose to one Gaussian: the PLD is that law exactly, so no grid is needed
-        mu = math.sqrt(sum(c / p**2 for _, p, c in items)) * (1.0 + 4.0 * 2.0**-53)
-        if not math.isfinite(mu):
-            raise ValueError("sigma is too small: mu = sqrt(sum k / sigma^2) overflows a double.")
-        lo, hi = gaussian_epsilon_interval(mu, delta)
-        rows.append(("PLD = exact: the composition is one Gaussian, mu = sqrt(sum k/sigma^2)", lo, hi,
-                     "exact (certified interval; use the upper end)"))
-        return rows
-    if len(items) == 1 and items[0][0] == "laplace":
-        b, k = items[0][1], items[0][2]
-        iv = epsilon_interval(Laplace(0, b), Laplace(1, b), k=k, delta=delta, symmetric=True)
-        rows.append(("PLD (tilted FFT, connect-the-dots)", iv.lower, iv.upper, "interval (use the upper end)"))
-        return rows
-    # a heterogeneous list: pessimistic (connect the dots) and optimistic PLDs, per mechanism then convolved
-    grid = default_grid(k_total)
-    if not pure:
-        grid *= min(1.0, min(1.0 / p for f, p, _ in items if f == "gaussian"))
-    span = sum(c * (1.0 / p**2 + 40.0 / p if f == "gaussian" else 2.0 / p) for f, p, c in items)
-    if span / grid > 5e7:
-        raise ValueError(f"this list needs a PLD of about {span / grid:.3g} grid points (a sigma this small makes the "
-                         "loss range huge); raise the smallest sigma, or account the Gaussians alone (closed form).")
-    bounds = []
-    for pessimistic in (True, False):
-        composed = None
-        for fam, param, count in items:
-            P, Q = (Gaussian(0, param), Gaussian(1, param)) if fam == "gaussian" else (Laplace(0, param), Laplace(1, param))
-            one = pld_from_pair(P, Q, grid=grid, pessimistic=pessimistic).self_compose(count)
-            composed = one if composed is None else composed.compose(one)
-        bounds.append(float(composed.epsilon(delta)))  # type: ignore[union-attr]
-    rows.append(("PLD (FFT, connect-the-dots)", min(bounds[1], bounds[0]), bounds[0], "interval (use the upper end)"))
+    for method, name in _ROWS:
+        try:
+            est = state.epsilon(delta, method=method)
+        except UnsupportedError as exc:
+            rows.append((name, math.nan, math.nan, f"n/a: {str(exc).split(';')[0]}"))
+            continue
+        hi = float(est)
+        if est.kind == "interval":
+            lo = float(est.lower_bound)
+            exact = method == "pld" and all(f == "gaussian" for f, _, _ in items)
+            rows.append((f"{name}: {est.method}", lo, hi,
+                         "exact (certified interval; use the upper end)" if exact else "interval (use the upper end)"))
+        else:
+            rows.append((name, hi, hi, "upper bound"))
+        if method == "basic" and len(items) == 1 and items[0][0] == "laplace":
+            e0 = 1.0 / items[0][1]
+            rows.append(("advanced (DRV Thm 3.20, tanh form)",
+                         *([float(compose_advanced(e0, 0.0, k_total, delta_prime=delta, variant="tanh").epsilon)] * 2),
+                         "upper bound"))
+            rows.append(("optimal for eps-DP (Kairouz-Oh-Viswanath)",
+                         *([float(compose_optimal(e0, 0.0, k_total, delta_total=delta).epsilon)] * 2), "upper bound"))
     return rows
 
 
@@ -246,9 +210,6 @@ def _plot(items, delta: float, path: str) -> None:  # type: ignore[no-untyped-de
         raise ValueError("--plot needs matplotlib: pip install 'dpkit[plot]'.") from None
     import numpy as np
 
-    from dpkit.accounting.pld import default_grid, pld_from_pair
-    from dpkit.distributions import Gaussian, Laplace
-
     k_max = sum(c for *_, c in items)
     ks = sorted({int(round(x)) for x in np.geomspace(1, k_max, num=min(12, k_max))})
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -264,25 +225,12 @@ def _plot(items, delta: float, path: str) -> None:  # type: ignore[no-untyped-de
     ax1.set_ylabel(f"epsilon at delta = {delta:g}")
     ax1.legend(fontsize=7)
     ax1.set_title("epsilon against k")
-    grid = default_grid(k_max)
-    if all(f == "gaussian" for f, _, _ in items):
-        from dpkit.accounting.gaussian_profile import gaussian_epsilon_interval, log_delta_bounds
-
-        mu = math.sqrt(sum(c / p**2 for _, p, c in items))
-        eps_hi = gaussian_epsilon_interval(mu, min(delta, 1e-3))[1] * 1.2
-        es = np.linspace(0, max(eps_hi, 1e-3), 200)
-        ax2.semilogy(es, [max(math.exp(log_delta_bounds(mu, e)[1]), 1e-300) for e in es])
-    else:
-        composed = None
-        for fam, param, count in items:
-            P, Q = (Gaussian(0, param), Gaussian(1, param)) if fam == "gaussian" else (Laplace(0, param), Laplace(1, param))
-            one = pld_from_pair(P, Q, grid=grid).self_compose(count)
-            composed = one if composed is None else composed.compose(one)
-        eps_hi = float(composed.epsilon(min(delta, 1e-3))) * 1.2  # type: ignore[union-attr]
-        es = np.linspace(0, max(eps_hi, 1e-3), 200)
-        ax2.semilogy(es, [max(float(composed.delta(e)), 1e-300) for e in es])  # type: ignore[union-attr]
+    state = state_of(items)
+    eps_hi = float(state.epsilon(min(delta, 1e-3))) * 1.2
+    es = np.linspace(0, max(eps_hi, 1e-3), 200)
+    ax2.semilogy(es, [max(float(state.delta(float(e))), 1e-300) for e in es])
     ax2.set_xlabel("epsilon")
-    ax2.set_ylabel("delta(epsilon), PLD upper bound")
+    ax2.set_ylabel("delta(epsilon), best upper bound")
     ax2.set_title("privacy profile of the composition")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
