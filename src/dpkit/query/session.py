@@ -44,7 +44,7 @@ import secrets
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 from sqlglot import exp as _exp
@@ -89,7 +89,7 @@ class QueryPlan:
     max_partitions: int
     max_rows: int
     public_keys: PublicKeys | None
-    bounds: dict[str, tuple[float, float]]
+    bounds: dict[str, tuple[Any, Any]]  # clamping bounds used: numbers, or ISO text for dates and timestamps
     noise: str
     dialect: str
     values: dict[str, ValueColumn] = field(default_factory=dict)
@@ -129,12 +129,13 @@ class QueryPlan:
         if self.bounds:
             lines.append("clamping: " + ", ".join(f"{k} in [{lo:g}, {hi:g}]" if isinstance(lo, float) else
                                                   f"{k} in [{lo}, {hi}]" for k, (lo, hi) in self.bounds.items()))
-        if self.spec.keys:
-            lines.append(f"partitions: {len(self.public_keys)} public keys" if self.public_keys is not None else
-                         f"partitions: private selection ({self.split.selection.noise} noise of scale "
-                         f"{self.split.selection.scale:.4g}), released where the noisy count of units reaches "
-                         f"{self.split.selection.threshold} (epsilon {self.split.selection.epsilon:g}, "
-                         f"delta {self.split.selection.delta_spent:.3g})")
+        sel = self.split.selection
+        if self.public_keys is not None and self.spec.keys:
+            lines.append(f"partitions: {len(self.public_keys)} public keys")
+        elif sel is not None:
+            lines.append(f"partitions: private selection ({sel.noise} noise of scale {sel.scale:.4g}), released "
+                         f"where the noisy count of units reaches {sel.threshold} (epsilon {sel.epsilon:g}, "
+                         f"delta {sel.delta_spent:.3g})")
         lines.append("budget split:")
         for name, (e, d) in self.split.shares().items():
             if self.split.rho > 0.0:
@@ -231,9 +232,9 @@ class Session:
         if isinstance(ledger, Ledger):
             if budget is not None and budget != ledger.budget:
                 raise ValueError(f"the ledger's budget is {ledger.budget}; got budget={budget}.")
-            self.ledger = ledger
+            self.ledger: Ledger = ledger
         else:
-            self.ledger = open_ledger(ledger, budget=budget)
+            self.ledger = open_ledger(ledger, budget=budget)  # type: ignore[arg-type]  # GaussianDP: see open_ledger
 
     @staticmethod
     def _open(data: Any, *, table: str, engine: str | None, spark: Any,
@@ -406,9 +407,10 @@ class Session:
                 f"ledger's budget {self.ledger.budget} is pure epsilon-DP with no delta to spend. Give public keys "
                 "(keys= / --keys) and Laplace noise for a pure-DP query, or use a ledger created with a delta "
                 "budget (--budget-delta).")
-        used_bounds = {v.expr: ((v.lo, v.hi) if v.temporal is None else
-                                (str(_from_number(v.lo, v.temporal)), str(_from_number(v.hi, v.temporal))))
-                       for v in values.values() if v.lo is not None}
+        used_bounds: dict[str, tuple[Any, Any]] = {
+            v.expr: ((v.lo, v.hi) if v.temporal is None else
+                     (str(_from_number(v.lo, v.temporal)), str(_from_number(v.hi, v.temporal))))  # type: ignore[arg-type]  # lo and hi are set together
+            for v in values.values() if v.lo is not None}
         return QueryPlan(spec=spec, compiled=compiled, split=plan_split, guarantee=guarantee, charge=charge,
                          max_partitions=k_max, max_rows=l_max, public_keys=public, bounds=used_bounds,
                          noise=noise, dialect=self._backend.dialect, values=values,
@@ -488,7 +490,7 @@ class Session:
         if not isinstance(accuracy, dict) or not accuracy:
             raise TypeError("accuracy must map output names to target half-widths, e.g. {'n': 10}.")
         probe = split_at(1.0)
-        kinds = {m.aggregate: [] for m in probe.measurements}
+        kinds: dict[str, list[str]] = {m.aggregate: [] for m in probe.measurements}
         for m in probe.measurements:
             kinds[m.aggregate].append(m.primitive)
         for name, target in accuracy.items():
@@ -593,6 +595,7 @@ class Session:
             ident = (agg.expr, lo, hi, numeric, temporal, distinct)
             if ident not in index:
                 index[ident] = len(index)
+            assert agg.expr is not None  # with_values holds aggregates of an expression only
             out[agg.name] = ValueColumn(expr=agg.expr, lo=lo, hi=hi, index=index[ident],
                                         numeric=numeric or temporal is not None, temporal=temporal, distinct=distinct)
         return out
@@ -715,12 +718,7 @@ class Session:
                     measurements.append(Measurement(agg.name, p, f"hist__{v.index}", l_max * max(q, 1.0 - q), k,
                                                     e_each, 0.0, "exponential", q=q, extreme=agg.extreme))
                     continue
-                bound = {"rows": l_max, "units": 1, "values": l_max, "distinct": l_max}.get(p)
-                if bound is None:
-                    assert v is not None and v.lo is not None and v.hi is not None
-                    m_abs, r = max(abs(v.lo), abs(v.hi)), (v.hi - v.lo) / 2.0
-                    bound = {"sum": l_max * m_abs, "centered_sum": l_max * r,
-                             "centered_squares": l_max * r * r}[p]
+                bound = _part_bound(p, v, l_max)
                 column = p if p in ("rows", "units") else f"{p}__{v.index}"  # type: ignore[union-attr]
                 if column == "units":
                     column = "__units"
@@ -751,12 +749,7 @@ class Session:
                     measurements.append(Measurement(agg.name, p, f"hist__{v.index}", c, k, e, 0.0, "exponential",
                                                     q=q, extreme=agg.extreme))
                     continue
-                bound = {"rows": l_max, "units": 1, "values": l_max, "distinct": l_max}.get(p)
-                if bound is None:
-                    assert v is not None and v.lo is not None and v.hi is not None
-                    m_abs, r = max(abs(v.lo), abs(v.hi)), (v.hi - v.lo) / 2.0
-                    bound = {"sum": l_max * m_abs, "centered_sum": l_max * r,
-                             "centered_squares": l_max * r * r}[p]
+                bound = _part_bound(p, v, l_max)
                 if bound == 0:
                     raise ValueError(f"{agg.name}: the clamping bounds give sensitivity 0; widen them.")
                 column = p if p in ("rows", "units") else f"{p}__{v.index}"  # type: ignore[union-attr]
@@ -1114,10 +1107,21 @@ def _from_number(x: float, temporal: str) -> Any:
     return dt.datetime(1970, 1, 1) + dt.timedelta(seconds=x)
 
 
+def _part_bound(primitive: str, v: ValueColumn | None, l_max: int) -> float:
+    """c: the most one unit adds to one partition's value of ``primitive`` (:mod:`dpkit.query._noise`)."""
+    if primitive in ("rows", "values", "distinct"):
+        return float(l_max)
+    if primitive == "units":
+        return 1.0
+    assert v is not None and v.lo is not None and v.hi is not None
+    m_abs, r = max(abs(v.lo), abs(v.hi)), (v.hi - v.lo) / 2.0
+    return {"sum": l_max * m_abs, "centered_sum": l_max * r, "centered_squares": l_max * r * r}[primitive]
+
+
 def _check_bounds(name: str, pair: object, temporal: str | None = None) -> tuple[float, float]:
     try:
-        lo, hi = pair  # type: ignore[misc]
-        lo, hi = _as_number(lo, temporal), _as_number(hi, temporal)
+        a, b = cast(tuple[object, object], pair)  # any pair-like; anything else raises the TypeError below
+        lo, hi = _as_number(a, temporal), _as_number(b, temporal)
     except (TypeError, ValueError):
         what = "numbers" if temporal is None else f"{temporal}s (ISO text such as '2013-01-01') or numbers"
         raise ValueError(f"bounds for {name!r} must be a pair (lo, hi) of {what}; got {pair!r}.") from None
