@@ -7,7 +7,12 @@ import csv
 import math
 from pathlib import Path
 
+from typing import TYPE_CHECKING, Literal
+
 from dpkit.cli._table import fmt_number, render
+
+if TYPE_CHECKING:
+    from dpkit.accounting import AccountingState
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -73,7 +78,7 @@ def _items(args: argparse.Namespace) -> list[tuple[str, float, int]]:
     return [("laplace", args.scale, args.compositions)]
 
 
-def state_of(items):  # type: ignore[no-untyped-def]
+def state_of(items: list[tuple[str, float, int]]) -> AccountingState:
     """The accounting state of the composition: every number below is read from it (as the Accountant,
     the ledgers and the query engine read theirs)."""
     from dpkit.accounting import AccountingState, GaussianEvent, LaplaceEvent
@@ -89,7 +94,7 @@ def state_of(items):  # type: ignore[no-untyped-def]
     return state
 
 
-_ROWS = (("basic", "basic (Thm 3.14-3.16)"), ("gdp", "GDP (Dong-Roth-Su Cor 3.3, exact profile)"),
+_ROWS: tuple[tuple[Literal["basic", "gdp", "zcdp", "rdp", "pld"], str], ...] = (("basic", "basic (Thm 3.14-3.16)"), ("gdp", "GDP (Dong-Roth-Su Cor 3.3, exact profile)"),
          ("zcdp", "zCDP (CKS Cor 13)"), ("rdp", "RDP (CKS conversion)"), ("pld", "PLD"))
 
 
@@ -120,11 +125,10 @@ def method_values(items, delta: float) -> list[tuple[str, float, float, str]]:  
             rows.append((name, hi, hi, "upper bound"))
         if method == "basic" and len(items) == 1 and items[0][0] == "laplace":
             e0 = 1.0 / items[0][1]
-            rows.append(("advanced (DRV Thm 3.20, tanh form)",
-                         *([float(compose_advanced(e0, 0.0, k_total, delta_prime=delta, variant="tanh").epsilon)] * 2),
-                         "upper bound"))
-            rows.append(("optimal for eps-DP (Kairouz-Oh-Viswanath)",
-                         *([float(compose_optimal(e0, 0.0, k_total, delta_total=delta).epsilon)] * 2), "upper bound"))
+            adv = float(compose_advanced(e0, 0.0, k_total, delta_prime=delta, variant="tanh").epsilon)
+            opt = float(compose_optimal(e0, 0.0, k_total, delta_total=delta).epsilon)
+            rows.append(("advanced (DRV Thm 3.20, tanh form)", adv, adv, "upper bound"))
+            rows.append(("optimal for eps-DP (Kairouz-Oh-Viswanath)", opt, opt, "upper bound"))
     return rows
 
 
@@ -177,7 +181,8 @@ def _run_subsampled(args: argparse.Namespace, items, delta: float) -> int:  # ty
     if not (param > 0 and math.isfinite(param)):
         raise ValueError(f"the noise parameter must be finite and > 0; got {param}.")
     sampling = args.sampling.replace("-", "_")
-    neighboring = "substitute" if args.neighbours == "substitution" else "add_remove"
+    neighboring: Literal["add_remove", "substitute"] = ("substitute" if args.neighbours == "substitution"
+                                                        else "add_remove")
     shift = 2.0 if neighboring == "substitute" else 1.0
     P, Q = (Gaussian(0, param), Gaussian(shift, param)) if fam == "gaussian" else (Laplace(0, param), Laplace(shift, param))
     iv = subsampled_epsilon_interval(P, Q, sampling_rate=args.sampling_rate, k=count, delta=delta, sampling=sampling,
