@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from dpkit.cli._table import fmt_number, render
+from dpkit.errors import InvalidArgumentError
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -52,24 +53,24 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def _items(args: argparse.Namespace) -> list[tuple[str, float, int]]:
     if args.family == "file":
         if not args.path:
-            raise ValueError("'file' needs the path of a CSV with rows family,parameter,count.")
+            raise InvalidArgumentError("'file' needs the path of a CSV with rows family,parameter,count.")
         rows = []
         with Path(args.path).open(newline="") as fh:
             for n, row in enumerate(csv.reader(fh), start=1):
                 if not row or row[0].strip().startswith("#") or row[0].strip().lower() == "family":
                     continue
                 if len(row) != 3 or row[0].strip() not in ("gaussian", "laplace"):
-                    raise ValueError(f"{args.path} line {n}: expected 'gaussian|laplace,parameter,count'; got {row}.")
+                    raise InvalidArgumentError(f"{args.path} line {n}: expected 'gaussian|laplace,parameter,count'; got {row}.")
                 rows.append((row[0].strip(), float(row[1]), int(row[2])))
         if not rows:
-            raise ValueError(f"{args.path} lists no mechanisms.")
+            raise InvalidArgumentError(f"{args.path} lists no mechanisms.")
         return rows
     if args.family == "gaussian":
         if args.sigma is None:
-            raise ValueError("gaussian needs --sigma.")
+            raise InvalidArgumentError("gaussian needs --sigma.")
         return [("gaussian", args.sigma, args.compositions)]
     if args.scale is None:
-        raise ValueError("laplace needs --scale.")
+        raise InvalidArgumentError("laplace needs --scale.")
     return [("laplace", args.scale, args.compositions)]
 
 
@@ -79,9 +80,9 @@ def _guarantees(items):  # type: ignore[no-untyped-def]
     out = []
     for fam, param, count in items:
         if not (param > 0 and math.isfinite(param)):
-            raise ValueError(f"the noise parameter must be finite and > 0; got {param}.")
+            raise InvalidArgumentError(f"the noise parameter must be finite and > 0; got {param}.")
         if count < 1:
-            raise ValueError(f"counts must be >= 1; got {count}.")
+            raise InvalidArgumentError(f"counts must be >= 1; got {count}.")
         if fam == "gaussian":
             out.append((ZCDP(1.0 / (2.0 * param**2)), None, count))
         else:
@@ -134,7 +135,7 @@ def method_values(items, delta: float) -> list[tuple[str, float, float, str]]:  
         # k-fold Gaussians compose to one Gaussian: the PLD is that law exactly, so no grid is needed
         mu = math.sqrt(sum(c / p**2 for _, p, c in items)) * (1.0 + 4.0 * 2.0**-53)
         if not math.isfinite(mu):
-            raise ValueError("sigma is too small: mu = sqrt(sum k / sigma^2) overflows a double.")
+            raise InvalidArgumentError("sigma is too small: mu = sqrt(sum k / sigma^2) overflows a double.")
         lo, hi = gaussian_epsilon_interval(mu, delta)
         rows.append(("PLD = exact: the composition is one Gaussian, mu = sqrt(sum k/sigma^2)", lo, hi,
                      "exact (certified interval; use the upper end)"))
@@ -150,7 +151,7 @@ def method_values(items, delta: float) -> list[tuple[str, float, float, str]]:  
         grid *= min(1.0, min(1.0 / p for f, p, _ in items if f == "gaussian"))
     span = sum(c * (1.0 / p**2 + 40.0 / p if f == "gaussian" else 2.0 / p) for f, p, c in items)
     if span / grid > 5e7:
-        raise ValueError(f"this list needs a PLD of about {span / grid:.3g} grid points (a sigma this small makes the "
+        raise InvalidArgumentError(f"this list needs a PLD of about {span / grid:.3g} grid points (a sigma this small makes the "
                          "loss range huge); raise the smallest sigma, or account the Gaussians alone (closed form).")
     bounds = []
     for pessimistic in (True, False):
@@ -186,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
 
         return run_dpsgd(args, delta)
     if args.compositions < 1:
-        raise ValueError(f"--compositions must be >= 1; got {args.compositions}.")
+        raise InvalidArgumentError(f"--compositions must be >= 1; got {args.compositions}.")
     items = _items(args)
     if args.sampling_rate is not None:
         return _run_subsampled(args, items, delta)
@@ -206,12 +207,12 @@ def _run_subsampled(args: argparse.Namespace, items, delta: float) -> int:  # ty
     from dpkit.distributions import Gaussian, Laplace
 
     if len(items) != 1:
-        raise ValueError("--sampling-rate applies to one gaussian or laplace mechanism, not to a file.")
+        raise InvalidArgumentError("--sampling-rate applies to one gaussian or laplace mechanism, not to a file.")
     if args.plot:
-        raise ValueError("--plot is not available with --sampling-rate.")
+        raise InvalidArgumentError("--plot is not available with --sampling-rate.")
     fam, param, count = items[0]
     if not (param > 0 and math.isfinite(param)):
-        raise ValueError(f"the noise parameter must be finite and > 0; got {param}.")
+        raise InvalidArgumentError(f"the noise parameter must be finite and > 0; got {param}.")
     sampling = args.sampling.replace("-", "_")
     neighboring = "substitute" if args.neighbours == "substitution" else "add_remove"
     shift = 2.0 if neighboring == "substitute" else 1.0
@@ -243,7 +244,7 @@ def _plot(items, delta: float, path: str) -> None:  # type: ignore[no-untyped-de
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:  # pragma: no cover
-        raise ValueError("--plot needs matplotlib: pip install 'dpkit[plot]'.") from None
+        raise InvalidArgumentError("--plot needs matplotlib: pip install 'dpkit[plot]'.") from None
     import numpy as np
 
     from dpkit.accounting.pld import default_grid, pld_from_pair

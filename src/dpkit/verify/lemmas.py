@@ -33,7 +33,7 @@ from scipy.sparse import csr_array, hstack, identity, vstack
 from dpkit._math import Estimate, check_delta, check_epsilon, check_finite
 from dpkit.distributions import Finite, align
 from dpkit.divergences import hockey_stick
-from dpkit.errors import NumericalAccuracyError
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError, NumericalAccuracyError
 
 __all__ = [
     "azuma_bound",
@@ -50,7 +50,7 @@ LP_TOLERANCE = 1e-9
 
 def _check_finite_law(name: str, value: object) -> Finite:
     if not isinstance(value, Finite):
-        raise TypeError(f"{name} must be a dpkit.distributions.Finite; got {type(value).__name__}.")
+        raise ArgumentTypeError(f"{name} must be a dpkit.distributions.Finite; got {type(value).__name__}.")
     return value
 
 
@@ -116,7 +116,7 @@ def lemma_3_17_construct(Y: Finite, Z: Finite, *, epsilon: float, delta: float) 
     y, z, _ = align(Y, Z)
     removed = float(hockey_stick(Y, Z, epsilon=e))
     if not removed <= d:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"Lemma 3.17 needs D^delta_inf(Y||Z) <= epsilon, i.e. E_(e^epsilon)(Y||Z) <= delta; here "
             f"E = {removed!r} > delta = {d!r} at epsilon = {e!r}. Raise delta or epsilon."
         )
@@ -367,7 +367,7 @@ def azuma_bound(z: float) -> Estimate:
     """
     x = check_finite("z", z)
     if not x > 0:
-        raise ValueError(f"z must be finite and > 0; got {x}.")
+        raise InvalidArgumentError(f"z must be finite and > 0; got {x}.")
     return Estimate(math.exp(-0.5 * x * x), kind="upper", method="Azuma's inequality (Dwork & Roth Lemma 3.19)")
 
 
@@ -419,15 +419,15 @@ def simulate_bounded_martingale(
     """
     for name, value in (("k", k), ("n_paths", n_paths)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1; got {value!r}.")
+            raise InvalidArgumentError(f"{name} must be an integer >= 1; got {value!r}.")
     a = check_finite("alpha", alpha)
     if not a > 0:
-        raise ValueError(f"alpha must be finite and > 0; got {a}.")
+        raise InvalidArgumentError(f"alpha must be finite and > 0; got {a}.")
     b = check_finite("beta", beta)
     if not -a <= b <= a:
-        raise ValueError(f"beta must be in [-alpha, alpha] = [{-a}, {a}]; got {b}.")
+        raise InvalidArgumentError(f"beta must be in [-alpha, alpha] = [{-a}, {a}]; got {b}.")
     if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}.")
+        raise ArgumentTypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}.")
     low_drift = max(b - a / 2.0, -a)
     total = np.zeros(int(n_paths))
     for i in range(int(k)):
