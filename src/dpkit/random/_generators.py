@@ -401,7 +401,7 @@ def preferred_cipher() -> Cipher:
     """``"aes128"`` where randomgen can use AES-NI (hardware, constant time), else ``"chacha20"``."""
     try:
         return "aes128" if getattr(_randomgen().AESCounter(), "use_aesni", False) else "chacha20"
-    except Exception:  # pragma: no cover - randomgen missing: secure_rng reports it
+    except ImportError:  # pragma: no cover - randomgen missing (MissingDependencyError): secure_rng reports it
         return "chacha20"
 
 
@@ -523,5 +523,7 @@ def is_insecure(rng: object) -> bool:
         if type(bit_generator) not in _KEYED_CLASSES.values() or bit_generator not in _KEYED:
             return True
         return not _get(bit_generator, "_intact")()
-    except Exception:  # anything unexpected about the object: vouch for nothing
+    except (AttributeError, KeyError, TypeError, ValueError):
+        # a malformed or tampered object (a seal or state removed or replaced): vouch for nothing.
+        # Other exceptions are bugs in this check and propagate.
         return True
