@@ -200,7 +200,7 @@ class WassersteinDP:
     :math:`W_p` unchanged (a location shift by Δ has :math:`W_p = \Delta` for every noise law and
     every p), and a deterministic release with sensitivity η has :math:`W_p = \eta \to 0` while
     :math:`\delta(\varepsilon) = 1` for every ε; so no function of a WDP bound implies
-    :math:`(\varepsilon,\delta)`-DP. See ``docs/theory.md`` (THEORY-NOTES §7.5).
+    :math:`(\varepsilon,\delta)`-DP. See ``docs/theory.md`` (docs/notes.md §6).
 
     Parameters
     ----------

@@ -2,7 +2,7 @@ r"""Remark 3.1 as code: exact (epsilon, delta) checks of a pair and of a finite 
 
 Dwork & Roth 2014, Remark 3.1 (seeds 000/003): a mechanism M is (epsilon, delta)-DP exactly when,
 for every pair of neighbouring inputs x, y, both :math:`D^\delta_\infty(M(x)\|M(y)) \le \varepsilon`
-and :math:`D^\delta_\infty(M(y)\|M(x)) \le \varepsilon`.  Equivalently (THEORY-NOTES §2.2),
+and :math:`D^\delta_\infty(M(y)\|M(x)) \le \varepsilon`.  Equivalently (docs/notes.md §2),
 :math:`E_{e^\varepsilon}(M(x)\|M(y)) \le \delta` in both directions, where
 :math:`E_\gamma(P\|Q) = \sum_o (p(o) - \gamma q(o))_+` is the hockey-stick divergence.
 

@@ -9,7 +9,7 @@ What lives here, and what each function promises:
   program that finds Y', Z' within statistical distance :math:`\delta/(e^\varepsilon+1)` of Y, Z
   with :math:`D_\infty(Y'\|Z')\le\varepsilon` **and** :math:`D_\infty(Z'\|Y')\le\varepsilon`, or
   reports that none exist.  The seed states only the first max-divergence condition; with it
-  alone the "if" direction is false (THEORY-NOTES §2.3 and §8 item 6; the test suite carries the
+  alone the "if" direction is false (docs/notes.md §3; the test suite carries the
   counterexample).
 * :func:`lemma_3_18_bound` (the seed's :math:`\varepsilon(e^\varepsilon-1)`) and
   :func:`kl_bound_tight` (:math:`\varepsilon\tanh(\varepsilon/2)`, attained by randomized response)
@@ -176,7 +176,7 @@ def lemma_3_17_two_sided(Y: Finite, Z: Finite, *, epsilon: float, delta: float) 
     -----
     The seed writes only :math:`D_\infty(Y'\|Z')\le\varepsilon`.  With one direction the "if" part
     is false: Y = Y' = point mass at 0, Z = Z' = uniform{0, 1}, epsilon = ln 2 and any delta < 1/2
-    meet the seed's right-hand side, yet :math:`D^\delta_\infty(Z\|Y) = \infty` (THEORY-NOTES §2.3).
+    meet the seed's right-hand side, yet :math:`D^\delta_\infty(Z\|Y) = \infty` (docs/notes.md §3).
 
     References
     ----------
@@ -264,7 +264,7 @@ def lemma_3_18_bound(epsilon: float) -> Estimate:
     :math:`D_\infty(Z\|Y)\le\varepsilon` alone; when z < y both factors are negative and the step
     needs :math:`D_\infty(Y\|Z)\le\varepsilon` (the identity is
     :math:`(z-y)\ln(z/y) = |z-y|\,|\ln(z/y)|`).  It also writes the max over sets in
-    :math:`D_\infty(Z\|Y)` with Supp(Y) for Supp(Z) and a point y inside it (THEORY-NOTES §8 item 7).
+    :math:`D_\infty(Z\|Y)` with Supp(Y) for Supp(Z) and a point y inside it (docs/notes.md §4).
     With one direction only, KL is unbounded; the tests carry a counterexample.
 
     References
@@ -312,7 +312,7 @@ def kl_bound_tight(epsilon: float) -> Estimate:
     References
     ----------
     Dwork & Roth 2014, Lemma 3.18 (seeds 000, 003: the loose form); Kairouz, Oh, Viswanath 2015,
-    ICML, arXiv 1311.0776 (the dominating pair); THEORY-NOTES §2.4.
+    ICML, arXiv 1311.0776 (the dominating pair); docs/notes.md §4.
 
     Examples
     --------
