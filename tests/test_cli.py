@@ -99,3 +99,41 @@ def test_account_laplace_plot_and_file(tmp_path, capsys):
     assert main(["account", "file", str(mech), "--delta", "1e-6"]) == 0
     assert "PLD" in capsys.readouterr().out
     assert main(["account", "gaussian", "--sigma", "1", "--delta", "2"]) == 2
+
+
+def test_a_bug_is_not_reported_as_bad_input(monkeypatch):
+    """A TypeError that no dpkit validation raised (here: a command calling a function wrongly) keeps its traceback."""
+    from dpkit.cli import build_parser
+
+    def broken(args):
+        return len(None)  # a bug, not a validation message
+
+    args = build_parser().parse_args(["divergence", "laplace", "--scale", "1"])
+    monkeypatch.setattr("dpkit.cli.build_parser", lambda: _Parser(args, broken))
+    with pytest.raises(TypeError, match="NoneType"):
+        main(["divergence", "laplace", "--scale", "1"])
+
+
+def test_validation_raised_as_plain_value_error_in_dpkit_is_still_bad_input(monkeypatch, capsys):
+    """Modules not yet moved to InvalidArgumentError raise plain ValueError from a raise statement: exit 2."""
+    from dpkit.cli import build_parser
+    from dpkit.ledger import open_ledger
+
+    args = build_parser().parse_args(["divergence", "laplace", "--scale", "1"])
+    monkeypatch.setattr("dpkit.cli.build_parser", lambda: _Parser(args, lambda a: open_ledger("mysql://x")))
+    assert main(["divergence", "laplace", "--scale", "1"]) == 2
+    assert "postgresql" in capsys.readouterr().err
+
+
+class _Parser:
+    """A parser whose parsed arguments run ``func`` (to exercise main's error handling on a chosen failure)."""
+
+    def __init__(self, args, func):
+        args.func = func
+        self._args = args
+
+    def parse_args(self, argv):
+        return self._args
+
+    def print_help(self):  # pragma: no cover - not reached: func is set
+        pass

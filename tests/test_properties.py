@@ -15,7 +15,7 @@ orders of magnitude of room over that and are still far below any violation a bu
 Sources of the theorems: data processing for f-divergences and Rényi divergences (van Erven &
 Harremoës 2014, arXiv 1206.2459v2, Thm 1 and Thm 9); monotonicity in alpha and the limits
 alpha -> 1, alpha -> inf (ibid., Thm 3, Thm 5, Thm 6); Pinsker's inequality (Tsybakov 2009,
-Lemma 2.5); D^delta_inf as the inverse of the hockey-stick (THEORY-NOTES §2.2, proved in
+Lemma 2.5); D^delta_inf as the inverse of the hockey-stick (docs/notes.md §2, proved in
 ``dpkit.divergences.max_divergence``'s docstring); Dwork & Roth 2014, Def 3.5, 3.6 (seeds 000/003).
 """
 

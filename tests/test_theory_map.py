@@ -41,3 +41,30 @@ def test_seed_004_rule_is_wrong(delta):
     # but the true smallest delta at epsilon = 0 is 1.2 delta
     assert float(hockey_stick(P, Q, 0.0)) == pytest.approx(1.2 * delta, rel=1e-12)
     assert max_divergence(P, Q) == float("inf")
+
+
+_OUTSIDE = ("../" + "shared", "THEORY" + "-NOTES", "/work/" + "shared")
+
+
+def test_no_file_cites_or_links_outside_the_repository():
+    """Citations point into the repository: a package user has neither the project's shared notes nor its
+    folders, so no source, test, benchmark or document may name them (docs/notes.md holds the notes)."""
+    files = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]
+    for top in ("src", "tests", "benchmarks", "examples"):
+        files += [p for p in (ROOT / top).rglob("*") if p.suffix in {".py", ".md", ".sh", ".txt"} and p.is_file()]
+    offenders = sorted(f"{p.relative_to(ROOT)}:{i}" for p in files
+                       for i, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+                       if any(s in line for s in _OUTSIDE))
+    assert not offenders, f"citations outside the repository: {offenders}"
+
+
+def test_every_notes_section_cited_exists():
+    notes = (ROOT / "docs" / "notes.md").read_text(encoding="utf-8")
+    sections = set(re.findall(r"^## §(\d+)", notes, re.M))
+    cited = set()
+    for top in ("src", "tests"):
+        for p in (ROOT / top).rglob("*.py"):
+            for ref in re.findall(r"docs/notes\.md §(\d+)((?: and §\d+)*)", p.read_text(encoding="utf-8")):
+                cited |= {ref[0], *re.findall(r"\d+", ref[1])}
+    assert cited, "no docstring cites docs/notes.md"
+    assert cited <= sections, f"docs/notes.md has no section(s) {sorted(cited - sections)}"

@@ -1,27 +1,70 @@
-"""Exceptions raised by dpkit.
+"""Exceptions raised by dpkit: one tree under :class:`DpkitError`.
 
 The tree::
 
     Exception
-    ├── ValueError                 bad parameter values (epsilon <= 0, NaN, a pmf that does not sum to 1)
-    ├── TypeError                  wrong argument types
-    └── DpkitError                 domain conditions that are not simple bad values
-        ├── UnsupportedError       a request dpkit cannot answer soundly (e.g. converting WassersteinDP)
-        ├── NumericalAccuracyError a numerical method could not reach the accuracy it promises
-        ├── BudgetExceededError    a spend that would exceed the privacy budget (nothing was spent)
-        └── LedgerError            a ledger file that is not a dpkit ledger, or an invalid state change
+    └── DpkitError                     everything dpkit raises on purpose
+        ├── InvalidArgumentError       (also a ValueError) a bad parameter value: epsilon <= 0, NaN,
+        │                              a pmf that does not sum to 1, an unknown option name
+        ├── ArgumentTypeError          (also a TypeError) an argument of the wrong type
+        ├── UnsupportedError           a request dpkit cannot answer soundly (e.g. converting WassersteinDP)
+        ├── NumericalAccuracyError     a numerical method could not reach the accuracy it promises
+        ├── BudgetExceededError        a spend that would exceed the privacy budget (nothing was spent)
+        ├── LedgerError                a ledger file that is not a dpkit ledger, or an invalid state change
+        ├── DataDependentFailure       the query engine failed after reading the data (its budget is spent)
+        ├── MissingDependencyError     (also a ModuleNotFoundError) an optional package dpkit needs is absent
+        └── ResourceLimitError         (also a MemoryError) a request would need more memory than dpkit allows
 
-Bad values raise plain :class:`ValueError` so that callers can catch them the usual way; messages
-name the parameter, the constraint, the value received and, where possible, the fix.
+``except DpkitError`` catches every failure that dpkit reports on purpose, and nothing else: a bug
+inside dpkit (or a caller's bug passed through) surfaces as whatever Python raised, with its
+traceback.  Argument validation raises :class:`InvalidArgumentError` / :class:`ArgumentTypeError`,
+which keep :class:`ValueError` / :class:`TypeError` as second bases, so ``except ValueError`` callers
+written before the tree existed keep working.  Messages name the parameter, the constraint, the value
+received and, where possible, the fix.
+
+Deliberately outside the tree (the Python protocols they belong to require the builtin class):
+``AttributeError`` from a module's ``__getattr__``, ``IndexError`` from a two-element interval's
+``__getitem__``, ``NotImplementedError`` from abstract methods, ``ZeroDivisionError`` from directed-rounding
+arithmetic, and ``ArithmeticError`` / ``AssertionError`` raised by internal consistency checks (those
+mean a dpkit bug: please report them).  The tree is documented for users in ``docs/errors.md``.
 """
 
 from __future__ import annotations
 
-__all__ = ["BudgetExceededError", "DpkitError", "LedgerError", "NumericalAccuracyError", "UnsupportedError"]
+__all__ = [
+    "ArgumentTypeError",
+    "BudgetExceededError",
+    "DataDependentFailure",
+    "DpkitError",
+    "InvalidArgumentError",
+    "LedgerError",
+    "MissingDependencyError",
+    "NumericalAccuracyError",
+    "ResourceLimitError",
+    "UnsupportedError",
+]
 
 
 class DpkitError(Exception):
-    """Base class of dpkit's domain errors."""
+    """Base class of every error dpkit raises on purpose; ``except DpkitError`` catches them all."""
+
+
+class InvalidArgumentError(DpkitError, ValueError):
+    """A bad parameter value; the message names the parameter, the constraint, the value and the fix.
+
+    Also a :class:`ValueError`, so ``except ValueError`` keeps working.
+
+    >>> from dpkit import Laplace
+    >>> try:
+    ...     Laplace(0, -1)
+    ... except InvalidArgumentError as e:
+    ...     isinstance(e, ValueError)
+    True
+    """
+
+
+class ArgumentTypeError(DpkitError, TypeError):
+    """An argument of the wrong type; also a :class:`TypeError`, so ``except TypeError`` keeps working."""
 
 
 class UnsupportedError(DpkitError):
@@ -38,3 +81,15 @@ class BudgetExceededError(DpkitError):
 
 class LedgerError(DpkitError):
     """A ledger file that is not a dpkit ledger (or is corrupted), or an invalid state change."""
+
+
+class DataDependentFailure(DpkitError):
+    """The engine failed after reading the data; the query's budget was spent (the failure may depend on it)."""
+
+
+class MissingDependencyError(DpkitError, ModuleNotFoundError):
+    """A package that dpkit needs for this request is not installed; the message names it and the fix."""
+
+
+class ResourceLimitError(DpkitError, MemoryError):
+    """A request would need more memory than dpkit allows itself; the message says how to make it smaller."""

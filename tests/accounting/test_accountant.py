@@ -101,7 +101,7 @@ def test_methods_are_ordered_for_identical_pure_spends():
     rows = {r.method: r.epsilon for r in acc.report(1e-6)}
     assert rows["basic"] == pytest.approx(10.0)
     assert rows["pld"] <= rows["rdp"] <= rows["zcdp"] <= rows["basic"]
-    # 100 randomized responses at 0.1: Kairouz-Oh-Viswanath's optimal value 4.7746 (THEORY-NOTES §1.3)
+    # 100 randomized responses at 0.1: Kairouz-Oh-Viswanath's optimal value 4.7746 (docs/notes.md §1)
     assert rows["pld"] == pytest.approx(4.7746, abs=2e-3) and rows["pld"] >= 4.7746 - 1e-4
 
 

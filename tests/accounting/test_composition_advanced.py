@@ -34,7 +34,7 @@ def mp_drv(epsilon, k, delta_prime, tanh=False):
     return mp.sqrt(2 * k * mp.log(1 / mp.mpf(delta_prime))) * e + k * mean
 
 
-SANITY = [  # THEORY-NOTES 1.3 (delta = 0, delta' = 1e-6): basic / DR 3.20 / DR-tanh / optimal
+SANITY = [  # docs/notes.md §1 (delta = 0, delta' = 1e-6): basic / DR 3.20 / DR-tanh / optimal
     (0.1, 100, 10.0, 6.3082, 5.7561, 4.7746),
     (0.01, 1000, 10.0, 1.7628, 1.7123, 1.3654),  # notes print 1.3655; 1.365446... (see optimal tests)
     (0.5, 50, 25.0, 34.80, 24.71, 20.30),

@@ -74,7 +74,7 @@ def test_epsilon_at_large_k_is_finite_and_brackets_mpmath(k):
 
 
 def test_sanity_values_from_the_notes_rederived():
-    """THEORY-NOTES 1.3, optimal column (delta = 0, delta_total = 1e-6), re-derived by mpmath.
+    """docs/notes.md §1, optimal column (delta = 0, delta_total = 1e-6), re-derived by mpmath.
 
     The notes print 1.3655 for eps = 0.01, k = 1000; the value is 1.365446..., i.e. 1.3654 to four
     places (the notes rounded 1.36545 up). Checked here to the digits that mpmath confirms.

@@ -172,7 +172,7 @@ def test_randomized_response(eps):
 
 
 def test_golden_values_from_theory_notes():
-    """Spot values recorded in THEORY-NOTES §3 (themselves verified there against mpmath)."""
+    """Spot values recorded in docs/notes.md §5 (re-derived here against mpmath)."""
     assert float(kl(Laplace(0, 1), Laplace(1, 1))) == pytest.approx(0.367879441171442, rel=1e-13)
     assert float(renyi(Laplace(0, 1), Laplace(1, 1), 2)) == pytest.approx(0.619123629998593, rel=1e-13)
     assert float(hockey_stick(Gaussian(0, 1), Gaussian(1, 1), 1.0)) == pytest.approx(0.126936737506644, rel=1e-12)

@@ -149,7 +149,7 @@ def test_finite_wasserstein_exact():
 
 
 def test_location_shift_wasserstein_is_the_shift():
-    """W_p of a shifted pair is the shift for every order and scale (THEORY-NOTES §7.5)."""
+    """W_p of a shifted pair is the shift for every order and scale (docs/notes.md §6)."""
     for order in (1, 2, 3.5):
         assert float(wasserstein(Laplace(0, 5), Laplace(1, 5), order)) == 1.0
         assert float(wasserstein(Gaussian(0, 0.1), Gaussian(-2, 0.1), order)) == 2.0

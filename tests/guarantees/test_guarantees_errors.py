@@ -222,7 +222,7 @@ def test_every_conversion_refuses_wasserstein_dp(name: str) -> None:
 
 
 def test_wasserstein_bound_does_not_determine_privacy() -> None:
-    """Why WDP is refused (THEORY-NOTES §7.5): N(0, s^2) vs N(1, s^2) have W_p = 1 for every p and
+    """Why WDP is refused (docs/notes.md §6): N(0, s^2) vs N(1, s^2) have W_p = 1 for every p and
     every s (quantile coupling, checked by mpmath quadrature), yet their privacy ranges from nearly
     none (s = 0.1) to strong (s = 10): no function of W_p bounds delta(epsilon)."""
     import mpmath as mp

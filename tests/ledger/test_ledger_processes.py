@@ -147,6 +147,74 @@ def test_eight_racing_processes_cannot_exceed_the_budget(ledger_target: Target) 
             ledger.reserve(PureDP(2.0**-6))
 
 
+# A child for the interleaving test: spends N times, pausing PAUSE seconds after each commit so that the
+# other processes (SQLite's busy handler retries at least every 0.1 s) can take the lock meanwhile.
+_INTERLEAVE_CHILD = r"""
+import os, sys, time
+from dpkit.guarantees import PureDP
+from dpkit.ledger import open_ledger
+path, n, epsilon, pause = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+ledger = open_ledger(path)
+print("ready", flush=True)
+sys.stdin.readline()
+for _ in range(n):
+    r = ledger.reserve(PureDP(epsilon), label=f"pid {os.getpid()}")
+    ledger.commit(r)
+    print(f"ok {r.id}", flush=True)
+    time.sleep(pause)
+ledger.close()
+"""
+
+
+def _switches(owners: list[int]) -> int:
+    return sum(a != b for a, b in zip(owners, owners[1:]))
+
+
+def test_switch_count_tells_serial_from_interleaved() -> None:
+    """The measure below: k processes run one after another give exactly k - 1 switches of owner."""
+    assert _switches([1, 1, 2, 2, 3]) == 2  # serial: each process's spends one block
+    assert _switches([1, 2, 1, 3, 3]) == 3  # process 1 interrupted by process 2
+
+
+def test_processes_spending_concurrently_interleave_in_the_ledger(ledger_target: Target) -> None:
+    """Four processes spending at once interleave: in the ledger's own order (row ids), some process's
+    spends are interrupted by another's.  Run one after another, or with a ledger that kept a process's
+    lock across its spends, the rows would form one block per process, exactly 3 owner switches for 4
+    processes; the test asserts more than that.  Each child pauses 0.2 s after a commit, longer than the
+    longest retry sleep of SQLite's busy handler (0.1 s), so a waiting process gets the lock in that
+    pause unless it was itself descheduled for the whole of every pause of every other process."""
+    n_procs, spends, epsilon = 4, 6, 2.0**-6
+    ledger_target.open(PureDP(1.0)).close()
+    procs = [subprocess.Popen([sys.executable, "-c", _INTERLEAVE_CHILD, str(ledger_target), str(spends), str(epsilon),
+                               "0.2"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=_env()) for _ in range(n_procs)]
+    try:
+        for p in procs:
+            _read_until(p, "ready")
+        for p in procs:  # start them together
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        results = [(p, *_rest(p)) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=30)
+    reported: dict[int, int] = {}
+    for p, out, err in results:
+        assert p.returncode == 0, err
+        ids = [int(line.split()[1]) for line in out.splitlines() if line.startswith("ok")]
+        assert len(ids) == spends
+        reported |= dict.fromkeys(ids, p.pid)
+    with ledger_target.open() as ledger:
+        history = sorted(ledger.history(), key=lambda e: e.id)
+    assert [e.id for e in history] == sorted(reported) and all(e.state == "committed" for e in history)
+    assert all(e.label == f"pid {reported[e.id]}" for e in history)  # the ledger's record matches the children's
+    owners = [reported[e.id] for e in history]
+    assert _switches(owners) > n_procs - 1, f"the processes ran one after another: owners in id order {owners}"
+
+
 def test_concurrent_processes_creating_one_ledger(ledger_target: Target) -> None:
     """Four processes open the same new ledger with the same budget at once: one schema, four spends."""
     start_at = time.time() + 3.0

@@ -114,7 +114,7 @@ def test_lemma_3_17_part_2_iff(pq: tuple[np.ndarray, np.ndarray], epsilon: float
 def test_lemma_3_17_part_2_budget_is_used_exactly(pq: tuple[np.ndarray, np.ndarray], epsilon: float) -> None:
     """The smallest distance that makes both max divergences <= eps is profile / (e^eps + 1).
 
-    So the delta/(e^eps + 1) of the lemma cannot be improved for any pair (THEORY-NOTES §2.3).
+    So the delta/(e^eps + 1) of the lemma cannot be improved for any pair (docs/notes.md §3).
     """
     Y, Z = Finite(pq[0]), Finite(pq[1])
     found = lemma_3_17_two_sided(Y, Z, epsilon=epsilon, delta=1.0)
@@ -125,7 +125,7 @@ def test_lemma_3_17_part_2_budget_is_used_exactly(pq: tuple[np.ndarray, np.ndarr
 
 @pytest.mark.parametrize("delta", [0.0, 0.25, 0.49])
 def test_seed_one_sided_lemma_3_17_part_2_is_false(delta: float) -> None:
-    """Seed 000/003 writes only D_inf(Y'||Z') <= eps; THEORY-NOTES §2.3's counterexample breaks the 'if'."""
+    """Seed 000/003 writes only D_inf(Y'||Z') <= eps; docs/notes.md §3's counterexample breaks the 'if'."""
     Y, Z = Finite([1.0, 0.0]), Finite([0.5, 0.5])
     epsilon = math.nextafter(math.log(2.0), math.inf)  # ln 2 rounded up (the float log(2.0) lies below ln 2)
     # the seed's right-hand side holds with Y' = Y, Z' = Z (distance 0 <= delta/(e^eps + 1))

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from fractions import Fraction
 from numbers import Rational
 from typing import Any
+from dpkit.errors import InvalidArgumentError
 
 __all__ = [
     "add_down",
@@ -67,7 +68,7 @@ def _exact(x: object) -> Fraction:
         return x
     if isinstance(x, float):
         if math.isnan(x):
-            raise ValueError("cannot round NaN in a direction.")
+            raise InvalidArgumentError("cannot round NaN in a direction.")
         return Fraction(x)
     if isinstance(x, (int, Rational)):
         return Fraction(x)  # type: ignore[arg-type]
@@ -89,7 +90,7 @@ def up(x: object) -> float:
     """
     if isinstance(x, float):
         if math.isnan(x):
-            raise ValueError("cannot round NaN in a direction.")
+            raise InvalidArgumentError("cannot round NaN in a direction.")
         return x
     q = _exact(x)
     f = _nearest(q)
@@ -108,7 +109,7 @@ def down(x: object) -> float:
     """
     if isinstance(x, float):
         if math.isnan(x):
-            raise ValueError("cannot round NaN in a direction.")
+            raise InvalidArgumentError("cannot round NaN in a direction.")
         return x
     q = _exact(x)
     f = _nearest(q)
@@ -125,7 +126,7 @@ def _special(values: list[float]) -> float | None:
         return None
     s = sum(values)
     if math.isnan(s):
-        raise ValueError("the sum is undefined (inf - inf or NaN).")
+        raise InvalidArgumentError("the sum is undefined (inf - inf or NaN).")
     return s
 
 
@@ -208,7 +209,7 @@ def _product(a: float, b: float) -> Fraction | float:
         p = a * b
         if math.isnan(p):
             if math.isnan(a) or math.isnan(b):
-                raise ValueError("cannot round NaN in a direction.")
+                raise InvalidArgumentError("cannot round NaN in a direction.")
             return 0.0  # 0 * inf: an exact zero factor wins (the convention of interval arithmetic)
         return p
     return Fraction(a) * Fraction(b)
@@ -230,7 +231,7 @@ def _quotient(a: float, b: float) -> Fraction | float:
     if not (math.isfinite(a) and math.isfinite(b)):
         q = a / b
         if math.isnan(q):
-            raise ValueError("the quotient is undefined (inf / inf or NaN).")
+            raise InvalidArgumentError("the quotient is undefined (inf / inf or NaN).")
         return q
     return Fraction(a) / Fraction(b)
 
@@ -253,7 +254,7 @@ def sqrt_up(x: object) -> float:
     """
     q = _exact(x)
     if q < 0:
-        raise ValueError(f"sqrt_up needs x >= 0; got {float(q)}.")
+        raise InvalidArgumentError(f"sqrt_up needs x >= 0; got {float(q)}.")
     if q == 0:
         return 0.0
     near = _nearest(q)

@@ -8,6 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import log_ndtr as _log_ndtr
 from scipy.special import logsumexp as _logsumexp
+from dpkit.errors import InvalidArgumentError
 
 _LN2 = math.log(2.0)
 
@@ -21,7 +22,7 @@ def log1mexp(x: float) -> float:
     -0.458675145387
     """
     if x < 0:
-        raise ValueError(f"log1mexp needs x >= 0; got {x}.")
+        raise InvalidArgumentError(f"log1mexp needs x >= 0; got {x}.")
     if x == 0:
         return -math.inf
     if x <= _LN2:
@@ -36,7 +37,7 @@ def logsubexp(a: float, b: float) -> float:
     -0.458675145387
     """
     if b > a:
-        raise ValueError(f"logsubexp needs a >= b; got a={a}, b={b}.")
+        raise InvalidArgumentError(f"logsubexp needs a >= b; got a={a}, b={b}.")
     if b == -math.inf:
         return a
     return a + log1mexp(a - b)

@@ -21,6 +21,7 @@ from fractions import Fraction
 from typing import Any
 
 import mpmath
+from dpkit.errors import InvalidArgumentError
 
 __all__ = ["MARGIN_BITS", "PREC", "evaluate", "exact_mpf", "mp", "to_float_down", "to_float_up"]
 
@@ -79,7 +80,7 @@ def _convert(x: Any, direction: int, margin_bits: int) -> float:
     ctx = mp()
     x = ctx.mpf(x)
     if ctx.isnan(x):
-        raise ValueError("cannot round NaN in a direction.")
+        raise InvalidArgumentError("cannot round NaN in a direction.")
     if ctx.isinf(x):
         return math.inf if x > 0 else -math.inf
     if x == 0:

@@ -48,6 +48,7 @@ import math
 from fractions import Fraction
 from numbers import Integral, Rational, Real
 from typing import Any, Literal
+from dpkit.errors import InvalidArgumentError
 
 Kind = Literal["exact", "numerical", "upper", "lower", "interval"]
 _KINDS = ("exact", "numerical", "upper", "lower", "interval")
@@ -90,16 +91,16 @@ class Estimate(float):
         cls, value: float, *, kind: Kind, error: float = 0.0, method: str = "", lower: float | None = None
     ) -> Estimate:
         if kind not in _KINDS:
-            raise ValueError(f"kind must be one of {_KINDS}; got {kind!r}.")
+            raise InvalidArgumentError(f"kind must be one of {_KINDS}; got {kind!r}.")
         obj = float.__new__(cls, value)
         if kind == "interval":
             if lower is None:
-                raise ValueError("an interval Estimate needs its lower end: Estimate(upper, kind='interval', lower=...).")
+                raise InvalidArgumentError("an interval Estimate needs its lower end: Estimate(upper, kind='interval', lower=...).")
             lo = float(lower)
             if not (lo <= float(obj)):
-                raise ValueError(f"an interval needs lower <= value; got lower={lo}, value={float(obj)}.")
+                raise InvalidArgumentError(f"an interval needs lower <= value; got lower={lo}, value={float(obj)}.")
         elif lower is not None:
-            raise ValueError(f"lower is given only for kind='interval'; got kind={kind!r}.")
+            raise InvalidArgumentError(f"lower is given only for kind='interval'; got kind={kind!r}.")
         else:
             lo = None
         object.__setattr__(obj, "kind", kind)

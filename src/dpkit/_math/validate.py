@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError
 
 
 def _num(name: str, value: object) -> float:
@@ -14,7 +15,7 @@ def _num(name: str, value: object) -> float:
                 return float(value)  # type: ignore[arg-type]
         except ImportError:  # pragma: no cover
             pass
-        raise TypeError(f"{name} must be a real number; got {type(value).__name__} {value!r}.")
+        raise ArgumentTypeError(f"{name} must be a real number; got {type(value).__name__} {value!r}.")
     return float(value)
 
 
@@ -22,7 +23,7 @@ def check_finite(name: str, value: object) -> float:
     """Return ``value`` as float if it is a finite real number, else raise."""
     x = _num(name, value)
     if not math.isfinite(x):
-        raise ValueError(f"{name} must be finite; got {x}.")
+        raise InvalidArgumentError(f"{name} must be finite; got {x}.")
     return x
 
 
@@ -31,7 +32,7 @@ def check_positive(name: str, value: object, *, allow_inf: bool = False) -> floa
     x = _num(name, value)
     if not (x > 0) or (not allow_inf and math.isinf(x)):
         bound = "in (0, inf]" if allow_inf else "finite and > 0"
-        raise ValueError(f"{name} must be {bound}; got {x}.")
+        raise InvalidArgumentError(f"{name} must be {bound}; got {x}.")
     return x
 
 
@@ -40,7 +41,7 @@ def check_epsilon(value: object, name: str = "epsilon", *, allow_inf: bool = Fal
     x = _num(name, value)
     if not (x >= 0) or (not allow_inf and math.isinf(x)):
         bound = "in [0, inf]" if allow_inf else "finite and >= 0"
-        raise ValueError(f"{name} must be {bound}; got {x}.")
+        raise InvalidArgumentError(f"{name} must be {bound}; got {x}.")
     return x
 
 
@@ -49,9 +50,9 @@ def check_delta(value: object, name: str = "delta", *, open_interval: bool = Fal
     x = _num(name, value)
     if open_interval:
         if not (0 < x < 1):
-            raise ValueError(f"{name} must be in (0, 1); got {x}.")
+            raise InvalidArgumentError(f"{name} must be in (0, 1); got {x}.")
     elif not (0 <= x <= 1):
-        raise ValueError(f"{name} must be in [0, 1]; got {x}.")
+        raise InvalidArgumentError(f"{name} must be in [0, 1]; got {x}.")
     return x
 
 
@@ -64,5 +65,5 @@ def check_alpha(value: object, name: str = "alpha") -> float:
     """A Rényi order: alpha > 0 (alpha = inf allowed, meaning the max divergence)."""
     x = _num(name, value)
     if not (x > 0):
-        raise ValueError(f"{name} must be > 0 (use math.inf for the max divergence); got {x}.")
+        raise InvalidArgumentError(f"{name} must be > 0 (use math.inf for the max divergence); got {x}.")
     return x

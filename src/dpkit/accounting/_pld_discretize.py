@@ -67,6 +67,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 from scipy import special
+from dpkit.errors import InvalidArgumentError
 
 _U = 2.0**-53
 
@@ -102,10 +103,10 @@ def discretize(i_lo: int, n: int, grid: float, half_p: Array | None, half_q: Arr
     """
     g = float(grid)
     if n < 2:
-        raise ValueError("a grid needs at least two points.")
+        raise InvalidArgumentError("a grid needs at least two points.")
     losses = (i_lo + np.arange(n)) * g
     if max(abs(float(losses[0])), abs(float(losses[-1]))) > 705.0:
-        raise ValueError(f"the grid reaches losses of {max(abs(float(losses[0])), abs(float(losses[-1]))):.4g}; "
+        raise InvalidArgumentError(f"the grid reaches losses of {max(abs(float(losses[0])), abs(float(losses[-1]))):.4g}; "
                          "beyond 705, e^-loss over- or underflows: cut the law's range (its tails are bounded "
                          "separately) or use a closed form for so small a noise.")
     y = np.exp(-losses)

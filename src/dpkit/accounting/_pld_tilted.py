@@ -68,6 +68,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import fft as sp_fft
 from scipy import special
+from dpkit.errors import InvalidArgumentError, ResourceLimitError
 
 Array = NDArray[np.float64]
 
@@ -415,7 +416,7 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
     g, pess = first.grid, first.pessimistic
     for f, _ in items[1:]:
         if f.grid != g or f.pessimistic != pess:
-            raise ValueError("factors compose only on the same grid and with the same pessimism.")
+            raise InvalidArgumentError("factors compose only on the same grid and with the same pessimism.")
     lam = float(lam)
     with np.errstate(divide="ignore"):
         logs = [(np.log(f.mass), f.losses, k) for f, k in items]
@@ -432,7 +433,7 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
         t = lm + lam * l
         c = _lse(t)
         if not math.isfinite(c):
-            raise ValueError("a factor has no finite mass to compose.")
+            raise InvalidArgumentError("a factor has no finite mass to compose.")
         a = np.exp(t - c)
         tilted.append(a)
         cs.append(c)
@@ -513,7 +514,7 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
     cut_lo, cut_hi = lo_i > lo_support, hi_i < hi_support
     width = hi_i - lo_i + 1
     if width > 2**27:
-        raise MemoryError(f"the tilted FFT window needs {width} points (grid {g:.3g}); use a coarser grid.")
+        raise ResourceLimitError(f"the tilted FFT window needs {width} points (grid {g:.3g}); use a coarser grid.")
     size = sp_fft.next_fast_len(width, real=True)
     log_n = math.log2(max(size, 2))
     # ---- forward FFTs (folded onto the circle), powers, product

@@ -46,6 +46,7 @@ from dpkit.accounting import _tilted_solve as _solve
 from dpkit.accounting._tilted_laws import LawSpec
 from dpkit.accounting.gaussian_profile import gaussian_epsilon_interval, log_delta_bounds
 from dpkit.accounting.pld import Interval
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["Calibration", "DPSGDInterval", "DPSGDStep", "calibrate_sampling_rate", "calibrate_sigma",
            "calibrate_steps", "dpsgd_delta", "dpsgd_epsilon", "dpsgd_epsilon_curve", "dpsgd_rdp_epsilon"]
@@ -71,7 +72,7 @@ def _check_sigma(sigma: object) -> float:
 def _check_rate(q: object) -> float:
     v = check_positive("sampling_rate", q)
     if v > 1.0:
-        raise ValueError(f"sampling_rate must be in (0, 1]; got {v}.")
+        raise InvalidArgumentError(f"sampling_rate must be in (0, 1]; got {v}.")
     return v
 
 
@@ -79,7 +80,7 @@ def _check_steps(t: object, name: str = "steps") -> int:
     if isinstance(t, bool) or not isinstance(t, int) or t < 1:
         if isinstance(t, float) and t.is_integer() and t >= 1:
             return int(t)
-        raise ValueError(f"{name} must be an integer >= 1; got {t!r}.")
+        raise InvalidArgumentError(f"{name} must be an integer >= 1; got {t!r}.")
     return int(t)
 
 
@@ -87,11 +88,11 @@ def _check_scheme(sampling: object, neighboring: object) -> tuple[str, str]:
     s = str(getattr(sampling, "value", sampling))
     n = str(getattr(neighboring, "value", neighboring))
     if s not in ("poisson", "without_replacement"):
-        raise ValueError(f"sampling must be 'poisson' or 'without_replacement'; got {sampling!r}.")
+        raise InvalidArgumentError(f"sampling must be 'poisson' or 'without_replacement'; got {sampling!r}.")
     if n not in ("add_remove", "substitute"):
-        raise ValueError(f"neighboring must be 'add_remove' or 'substitute'; got {neighboring!r}.")
+        raise InvalidArgumentError(f"neighboring must be 'add_remove' or 'substitute'; got {neighboring!r}.")
     if (s, n) == ("without_replacement", "add_remove"):
-        raise ValueError("fixed-size batches (sampling without replacement) are accounted for with substitution "
+        raise InvalidArgumentError("fixed-size batches (sampling without replacement) are accounted for with substitution "
                          "neighbours only; use neighboring='substitute' or sampling='poisson'.")
     return s, n
 
@@ -158,19 +159,19 @@ def _schedule(sigma: object, sampling_rate: object, steps: object, schedule: Seq
               sampling: object, neighboring: object) -> list[DPSGDStep]:
     if schedule is not None:
         if sigma is not None or sampling_rate is not None or steps is not None:
-            raise ValueError("give either schedule=[DPSGDStep(...), ...] or sigma, sampling_rate and steps, not both.")
+            raise InvalidArgumentError("give either schedule=[DPSGDStep(...), ...] or sigma, sampling_rate and steps, not both.")
         phases = list(schedule)
         if not phases:
-            raise ValueError("schedule is empty; give at least one DPSGDStep.")
+            raise InvalidArgumentError("schedule is empty; give at least one DPSGDStep.")
         for p in phases:
             if not isinstance(p, DPSGDStep):
-                raise TypeError(f"schedule entries must be DPSGDStep; got {type(p).__name__}.")
+                raise ArgumentTypeError(f"schedule entries must be DPSGDStep; got {type(p).__name__}.")
         kinds = {(p.sampling, p.neighboring) for p in phases}
         if len(kinds) > 1:
-            raise ValueError("every phase of a schedule must use the same sampling and neighbouring relation.")
+            raise InvalidArgumentError("every phase of a schedule must use the same sampling and neighbouring relation.")
         return phases
     if sigma is None or sampling_rate is None or steps is None:
-        raise ValueError("give sigma, sampling_rate and steps (or a schedule).")
+        raise InvalidArgumentError("give sigma, sampling_rate and steps (or a schedule).")
     s, n = _check_scheme(sampling, neighboring)
     return [DPSGDStep(sigma=sigma, sampling_rate=sampling_rate, steps=steps,  # type: ignore[arg-type]
                       sampling=s, neighboring=n)]  # type: ignore[arg-type]
@@ -188,7 +189,7 @@ def _directions(phases: list[DPSGDStep]) -> tuple[list[list[tuple[LawSpec, int]]
     if all(q == 1.0 for _, q in merged):
         mu = math.sqrt(sum(k * m * m for (m, _), k in merged.items())) * (1.0 + 4.0 * 2.0**-53)
         if not math.isfinite(mu):
-            raise ValueError("sigma is too small: mu = sqrt(steps) / sigma overflows a double.")
+            raise InvalidArgumentError("sigma is too small: mu = sqrt(steps) / sigma overflows a double.")
         return None, mu, "closed form: full-batch steps compose to one Gaussian (Dong, Roth, Su 2022, Cor 2; "\
                          "Balle & Wang 2018, Thm 8)"
     if n == "substitute":
@@ -425,7 +426,7 @@ def calibrate_sigma(*, epsilon: float, delta: float, sampling_rate: float, steps
     if at_max > e:
         at_max = min(at_max, _upper_at(phase(s_max), d, None))
     if at_max > e:
-        raise ValueError(f"epsilon={e:g} at delta={d:g} is not reachable with sigma <= sigma_max={s_max:g}: there "
+        raise InvalidArgumentError(f"epsilon={e:g} at delta={d:g} is not reachable with sigma <= sigma_max={s_max:g}: there "
                          f"epsilon is {at_max:.6g} after {t} steps at q={q:g}; raise sigma_max, lower the number "
                          "of steps or the sampling rate, or accept a larger epsilon.")
     # a feasible sigma: the RDP calibration (its epsilon is an upper bound), else sigma_max
@@ -553,7 +554,7 @@ def calibrate_sampling_rate(*, epsilon: float, delta: float, sigma: float, steps
     while _upper_at(phase(lo_q), d, None) > e:
         lo_q /= 10.0
         if lo_q < 1e-12:
-            raise ValueError(f"epsilon={e:g} at delta={d:g} is not reachable with any sampling rate down to 1e-12 "
+            raise InvalidArgumentError(f"epsilon={e:g} at delta={d:g} is not reachable with any sampling rate down to 1e-12 "
                              f"at sigma={sig:g}, {t} steps; raise sigma or lower the number of steps.")
     dirs, _, _ = _directions([phase(lo_q)])
     grid = None if dirs is None else _solve.grid_for(dirs, d, _solve.GRID_FACTOR)
@@ -593,13 +594,13 @@ def calibrate_steps(*, epsilon: float, delta: float, sigma: float, sampling_rate
 
     one = _upper_at(phase(1), d, None)
     if one > e:
-        raise ValueError(f"epsilon={e:g} at delta={d:g} is not reachable: one step at sigma={sig:g}, q={q:g} "
+        raise InvalidArgumentError(f"epsilon={e:g} at delta={d:g} is not reachable: one step at sigma={sig:g}, q={q:g} "
                          f"already costs epsilon {one:.6g}; raise sigma or lower the sampling rate.")
     hi = 2
     while _upper_at(phase(hi), d, None) <= e:
         hi *= 4
         if hi > max_steps:
-            raise ValueError(f"more than max_steps={max_steps} steps fit epsilon={e:g}; raise max_steps.")
+            raise InvalidArgumentError(f"more than max_steps={max_steps} steps fit epsilon={e:g}; raise max_steps.")
     lo = max(1, hi // 4)
     dirs, _, _ = _directions([phase(hi)])
     grid = None if dirs is None else _solve.grid_for(dirs, d, _solve.GRID_FACTOR)

@@ -29,6 +29,7 @@ import math
 from scipy import special
 
 from dpkit._math import check_delta, check_finite, check_positive
+from dpkit.errors import InvalidArgumentError
 
 __all__ = ["gaussian_delta_interval", "gaussian_epsilon_interval", "gaussian_mu", "log_delta_bounds"]
 
@@ -48,7 +49,7 @@ def gaussian_mu(*, sigmas_counts: list[tuple[float, int]], sensitivity: float = 
         s = check_positive("sigma", sigma)
         total += int(k) * (sensitivity / s) ** 2
     if not math.isfinite(total):
-        raise ValueError("the composition's mu = sqrt(sum k / sigma^2) overflows a double; raise sigma.")
+        raise InvalidArgumentError("the composition's mu = sqrt(sum k / sigma^2) overflows a double; raise sigma.")
     return math.sqrt(total) * (1.0 + 4.0 * _U)
 
 

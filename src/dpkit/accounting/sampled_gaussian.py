@@ -45,6 +45,7 @@ from scipy.special import gammaln, logsumexp
 
 from dpkit._math import check_positive
 from dpkit.guarantees import RenyiDP
+from dpkit.errors import InvalidArgumentError
 
 __all__ = ["DEFAULT_ORDERS", "FRACTIONAL_ORDERS", "sampled_gaussian_rdp"]
 
@@ -144,15 +145,15 @@ def sampled_gaussian_rdp(*, sigma: float, sampling_rate: float, orders: Iterable
     s = check_positive("sigma", sigma) / check_positive("sensitivity", sensitivity)
     q = float(sampling_rate)
     if not 0.0 < q <= 1.0:
-        raise ValueError(f"sampling_rate must be in (0, 1]; got {sampling_rate!r}.")
+        raise InvalidArgumentError(f"sampling_rate must be in (0, 1]; got {sampling_rate!r}.")
     alphas: list[float] = []
     for a in orders:
         if isinstance(a, bool) or not isinstance(a, (int, float, np.integer, np.floating)) or not (
                 math.isfinite(float(a)) and a > 1):
-            raise ValueError(f"orders must be finite numbers > 1; got {a!r}.")
+            raise InvalidArgumentError(f"orders must be finite numbers > 1; got {a!r}.")
         alphas.append(float(a))
     if not alphas:
-        raise ValueError("give at least one order.")
+        raise InvalidArgumentError("give at least one order.")
     eps = []
     for a in alphas:
         if a.is_integer() and a >= 2:

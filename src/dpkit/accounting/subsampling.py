@@ -74,7 +74,7 @@ from dpkit.distributions import Distribution
 from dpkit.divergences._closed import DiscreteLaplaceShift, GaussianShift, LaplaceShift
 from dpkit.divergences._dispatch import evaluator
 from dpkit.divergences._numeric import FinitePair
-from dpkit.errors import UnsupportedError
+from dpkit.errors import InvalidArgumentError, UnsupportedError
 
 __all__ = ["SubsampledInterval", "pld_poisson_subsampled", "pld_subsampled", "subsampled_epsilon_interval",
            "subsampling_method"]
@@ -123,11 +123,11 @@ def _scheme(sampling: object, neighboring: object) -> tuple[tuple[str, ...], str
     s = str(getattr(sampling, "value", sampling))
     n = str(getattr(neighboring, "value", neighboring))
     if s not in ("poisson", "without_replacement"):
-        raise ValueError(f"sampling must be 'poisson' or 'without_replacement'; got {sampling!r}.")
+        raise InvalidArgumentError(f"sampling must be 'poisson' or 'without_replacement'; got {sampling!r}.")
     if n not in ("add_remove", "substitute"):
-        raise ValueError(f"neighboring must be 'add_remove' or 'substitute'; got {neighboring!r}.")
+        raise InvalidArgumentError(f"neighboring must be 'add_remove' or 'substitute'; got {neighboring!r}.")
     if (s, n) not in _SCHEMES:
-        raise ValueError(
+        raise InvalidArgumentError(
             "sampling without replacement is accounted for with substitution neighbours only: a batch of "
             "fixed size m from n records is not one mechanism on data sets of different sizes; use "
             "neighboring='substitute' or sampling='poisson'."
@@ -263,14 +263,14 @@ def _scheme_plds(base: LossLaw, q: float, direction: str, symmetric: bool, grid:
 def _check_rate(sampling_rate: float) -> float:
     q = check_positive("sampling_rate", sampling_rate)
     if q > 1.0:
-        raise ValueError(f"sampling_rate must be in (0, 1]; got {sampling_rate}.")
+        raise InvalidArgumentError(f"sampling_rate must be in (0, 1]; got {sampling_rate}.")
     return q
 
 
 def _check_rate_direction(sampling_rate: float, direction: str) -> float:
     q = _check_rate(sampling_rate)
     if direction not in ("remove", "add"):
-        raise ValueError(f"direction must be 'remove' or 'add'; got {direction!r}.")
+        raise InvalidArgumentError(f"direction must be 'remove' or 'add'; got {direction!r}.")
     return q
 
 
@@ -344,7 +344,7 @@ def pld_subsampled(P: Distribution, Q: Distribution, *, sampling_rate: float, sa
     q = _check_rate(sampling_rate)
     directions, _ = _scheme(sampling, neighboring)
     if direction not in directions:
-        raise ValueError(f"direction must be one of {directions} for this scheme; got {direction!r}.")
+        raise InvalidArgumentError(f"direction must be one of {directions} for this scheme; got {direction!r}.")
     g, t = _check_grid_tail(grid, tail)
     symmetric = directions == ("remove",)  # the substitution schemes
     return _scheme_plds(_base_law(P, Q, t), q, direction, symmetric, g, t, (bool(pessimistic),))[0]

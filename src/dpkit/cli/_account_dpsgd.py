@@ -7,19 +7,20 @@ import argparse
 import math
 
 from dpkit.cli._table import fmt_number, render
+from dpkit.errors import InvalidArgumentError
 
 
 def _check(args: argparse.Namespace) -> tuple[float, int | None, str, str]:
     if args.sampling_rate is None:
-        raise ValueError("dpsgd needs --sampling-rate q in (0, 1].")
+        raise InvalidArgumentError("dpsgd needs --sampling-rate q in (0, 1].")
     q = float(args.sampling_rate)
     if not (0.0 < q <= 1.0):
-        raise ValueError(f"--sampling-rate must be in (0, 1]; got {args.sampling_rate}.")
+        raise InvalidArgumentError(f"--sampling-rate must be in (0, 1]; got {args.sampling_rate}.")
     steps = args.steps
     if steps is not None and steps < 1:
-        raise ValueError(f"--steps must be an integer >= 1; got {steps}.")
+        raise InvalidArgumentError(f"--steps must be an integer >= 1; got {steps}.")
     if args.sigma is not None and not (args.sigma > 0 and math.isfinite(args.sigma)):
-        raise ValueError(f"--sigma must be finite and > 0; got {args.sigma}.")
+        raise InvalidArgumentError(f"--sigma must be finite and > 0; got {args.sigma}.")
     sampling = args.sampling.replace("-", "_")
     neighboring = "substitute" if args.neighbours == "substitution" else "add_remove"
     return q, steps, sampling, neighboring
@@ -34,7 +35,7 @@ def run_dpsgd(args: argparse.Namespace, delta: float) -> int:
     if args.target_epsilon is not None:
         if args.sigma is None:
             if steps is None:
-                raise ValueError("calibrating sigma needs --steps.")
+                raise InvalidArgumentError("calibrating sigma needs --steps.")
             c = calibrate_sigma(epsilon=args.target_epsilon, delta=delta, sampling_rate=q, steps=steps,
                                 sampling=sampling, neighboring=neighboring)  # type: ignore[arg-type]
             print(f"calibrated sigma for epsilon <= {c.target_epsilon:g} at delta = {delta:g} after {steps} steps, "
@@ -54,7 +55,7 @@ def run_dpsgd(args: argparse.Namespace, delta: float) -> int:
         sigma = c.value if args.sigma is None else args.sigma
     else:
         if args.sigma is None or steps is None:
-            raise ValueError("dpsgd needs --sigma and --steps (or --target-epsilon to calibrate one of them).")
+            raise InvalidArgumentError("dpsgd needs --sigma and --steps (or --target-epsilon to calibrate one of them).")
         sigma = args.sigma
         iv = dpsgd_epsilon(delta=delta, sigma=sigma, sampling_rate=q, steps=steps, sampling=sampling,
                            neighboring=neighboring)  # type: ignore[arg-type]
@@ -89,7 +90,7 @@ def _plot(curve, delta: float, sigma: float, q: float, path: str) -> None:  # ty
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:  # pragma: no cover
-        raise ValueError("--plot needs matplotlib: pip install 'dpkit[plot]'.") from None
+        raise InvalidArgumentError("--plot needs matplotlib: pip install 'dpkit[plot]'.") from None
     ts = [t for t, _ in curve]
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     ax.plot(ts, [iv.upper for _, iv in curve], marker="o", ms=3, label="PLD upper end (certified)")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from dpkit.cli._table import fmt_number, render
+from dpkit.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from dpkit.accounting import AccountingState
@@ -57,24 +58,24 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def _items(args: argparse.Namespace) -> list[tuple[str, float, int]]:
     if args.family == "file":
         if not args.path:
-            raise ValueError("'file' needs the path of a CSV with rows family,parameter,count.")
+            raise InvalidArgumentError("'file' needs the path of a CSV with rows family,parameter,count.")
         rows = []
         with Path(args.path).open(newline="") as fh:
             for n, row in enumerate(csv.reader(fh), start=1):
                 if not row or row[0].strip().startswith("#") or row[0].strip().lower() == "family":
                     continue
                 if len(row) != 3 or row[0].strip() not in ("gaussian", "laplace"):
-                    raise ValueError(f"{args.path} line {n}: expected 'gaussian|laplace,parameter,count'; got {row}.")
+                    raise InvalidArgumentError(f"{args.path} line {n}: expected 'gaussian|laplace,parameter,count'; got {row}.")
                 rows.append((row[0].strip(), float(row[1]), int(row[2])))
         if not rows:
-            raise ValueError(f"{args.path} lists no mechanisms.")
+            raise InvalidArgumentError(f"{args.path} lists no mechanisms.")
         return rows
     if args.family == "gaussian":
         if args.sigma is None:
-            raise ValueError("gaussian needs --sigma.")
+            raise InvalidArgumentError("gaussian needs --sigma.")
         return [("gaussian", args.sigma, args.compositions)]
     if args.scale is None:
-        raise ValueError("laplace needs --scale.")
+        raise InvalidArgumentError("laplace needs --scale.")
     return [("laplace", args.scale, args.compositions)]
 
 
@@ -86,9 +87,9 @@ def state_of(items: list[tuple[str, float, int]]) -> AccountingState:
     state = AccountingState()
     for fam, param, count in items:
         if not (param > 0 and math.isfinite(param)):
-            raise ValueError(f"the noise parameter must be finite and > 0; got {param}.")
+            raise InvalidArgumentError(f"the noise parameter must be finite and > 0; got {param}.")
         if count < 1:
-            raise ValueError(f"counts must be >= 1; got {count}.")
+            raise InvalidArgumentError(f"counts must be >= 1; got {count}.")
         event = GaussianEvent(sigma=param) if fam == "gaussian" else LaplaceEvent(scale=param)
         state = state.add(event, count=count)
     return state
@@ -154,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
 
         return run_dpsgd(args, delta)
     if args.compositions < 1:
-        raise ValueError(f"--compositions must be >= 1; got {args.compositions}.")
+        raise InvalidArgumentError(f"--compositions must be >= 1; got {args.compositions}.")
     items = _items(args)
     if args.sampling_rate is not None:
         return _run_subsampled(args, items, delta)
@@ -174,12 +175,12 @@ def _run_subsampled(args: argparse.Namespace, items, delta: float) -> int:  # ty
     from dpkit.distributions import Gaussian, Laplace
 
     if len(items) != 1:
-        raise ValueError("--sampling-rate applies to one gaussian or laplace mechanism, not to a file.")
+        raise InvalidArgumentError("--sampling-rate applies to one gaussian or laplace mechanism, not to a file.")
     if args.plot:
-        raise ValueError("--plot is not available with --sampling-rate.")
+        raise InvalidArgumentError("--plot is not available with --sampling-rate.")
     fam, param, count = items[0]
     if not (param > 0 and math.isfinite(param)):
-        raise ValueError(f"the noise parameter must be finite and > 0; got {param}.")
+        raise InvalidArgumentError(f"the noise parameter must be finite and > 0; got {param}.")
     sampling = args.sampling.replace("-", "_")
     neighboring: Literal["add_remove", "substitute"] = ("substitute" if args.neighbours == "substitution"
                                                         else "add_remove")
@@ -212,7 +213,7 @@ def _plot(items, delta: float, path: str) -> None:  # type: ignore[no-untyped-de
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:  # pragma: no cover
-        raise ValueError("--plot needs matplotlib: pip install 'dpkit[plot]'.") from None
+        raise InvalidArgumentError("--plot needs matplotlib: pip install 'dpkit[plot]'.") from None
     import numpy as np
 
     k_max = sum(c for *_, c in items)

@@ -18,7 +18,7 @@ from dpkit.divergences import (
     total_variation,
     wasserstein,
 )
-from dpkit.errors import UnsupportedError
+from dpkit.errors import InvalidArgumentError, UnsupportedError
 
 FAMILIES = ("laplace", "gaussian", "discrete-laplace", "discrete-gaussian", "randomized-response", "finite")
 
@@ -62,7 +62,7 @@ def build_pair(args: argparse.Namespace) -> tuple[Distribution, Distribution]:
         return Gaussian(0.0, s), Gaussian(args.shift, s)
     if fam in ("discrete-laplace", "discrete-gaussian"):
         if not float(args.shift).is_integer():
-            raise ValueError(f"--shift must be an integer for {fam}; got {args.shift}.")
+            raise InvalidArgumentError(f"--shift must be an integer for {fam}; got {args.shift}.")
         d = int(args.shift)
         if fam == "discrete-laplace":
             t = 1.0 if args.scale is None else args.scale
@@ -71,10 +71,10 @@ def build_pair(args: argparse.Namespace) -> tuple[Distribution, Distribution]:
         return DiscreteGaussian(0, s), DiscreteGaussian(d, s)
     if fam == "randomized-response":
         if args.epsilon is None:
-            raise ValueError("randomized-response needs --epsilon.")
+            raise InvalidArgumentError("randomized-response needs --epsilon.")
         return Bernoulli.randomized_response(args.epsilon, truth=1), Bernoulli.randomized_response(args.epsilon, truth=0)
     if args.p is None or args.q is None:
-        raise ValueError("finite needs --p and --q, e.g. --p 0.5,0.5 --q 0.25,0.75.")
+        raise InvalidArgumentError("finite needs --p and --q, e.g. --p 0.5,0.5 --q 0.25,0.75.")
     return Finite(_floats("--p", args.p)), Finite(_floats("--q", args.q))
 
 
@@ -82,7 +82,7 @@ def _floats(name: str, text: str) -> list[float]:
     try:
         return [float(x) for x in text.split(",")]
     except ValueError:
-        raise ValueError(f"{name} must be comma-separated numbers; got {text!r}.") from None
+        raise InvalidArgumentError(f"{name} must be comma-separated numbers; got {text!r}.") from None
 
 
 def _row(name: str, fn) -> list[str]:  # type: ignore[no-untyped-def]

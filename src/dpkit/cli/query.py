@@ -16,6 +16,7 @@ import re
 import sys
 from pathlib import Path
 from typing import Any
+from dpkit.errors import InvalidArgumentError
 
 EXAMPLE = ("dpkit query examples/transactions.csv --privacy-unit user_id --epsilon 1 --budget-epsilon 3 "
            "--schema amount=DOUBLE --bounds amount=0:200 --max-partitions 2 --max-rows 5 "
@@ -105,7 +106,7 @@ def _pairs(items: list[str], what: str) -> dict[str, str]:
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name.strip() or not value.strip():
-            raise ValueError(f"{what} must look like NAME=VALUE; got {item!r}.")
+            raise InvalidArgumentError(f"{what} must look like NAME=VALUE; got {item!r}.")
         out[name.strip()] = value.strip()
     return out
 
@@ -137,7 +138,7 @@ def _number(text: str, what: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise ValueError(f"{what} must be a number; got {text!r}.") from None
+        raise InvalidArgumentError(f"{what} must be a number; got {text!r}.") from None
 
 
 def _bounds(items: list[str]) -> dict[str, tuple[Any, Any]]:
@@ -153,9 +154,9 @@ def _bounds(items: list[str]) -> dict[str, tuple[Any, Any]]:
         try:
             out[name] = (float(lo), float(hi))
         except ValueError:
-            raise ValueError(f"--bounds {name}= must be LO:HI with two numbers (or two ISO dates); got {value!r}.") from None
+            raise InvalidArgumentError(f"--bounds {name}= must be LO:HI with two numbers (or two ISO dates); got {value!r}.") from None
         if not sep:
-            raise ValueError(f"--bounds {name}= must be LO:HI; got {value!r}.")
+            raise InvalidArgumentError(f"--bounds {name}= must be LO:HI; got {value!r}.")
     return out
 
 
@@ -167,7 +168,7 @@ def _split(text: str | None) -> dict[str, float] | None:
         try:
             out[name] = float(value)
         except ValueError:
-            raise ValueError(f"--split {name}= must be a number; got {value!r}.") from None
+            raise InvalidArgumentError(f"--split {name}= must be a number; got {value!r}.") from None
     return out
 
 
@@ -177,19 +178,19 @@ def _session(args: argparse.Namespace) -> Any:
 
     data = Path(args.data)
     if not data.exists():
-        raise ValueError(f"no such data file: {args.data!r}.")
+        raise InvalidArgumentError(f"no such data file: {args.data!r}.")
     budget: Any = None
     if args.budget_rho is not None:
         from dpkit.guarantees import ZCDP
 
         if args.budget_epsilon is not None or args.budget_delta:
-            raise ValueError("give --budget-rho (a zCDP budget) or --budget-epsilon/--budget-delta, not both.")
+            raise InvalidArgumentError("give --budget-rho (a zCDP budget) or --budget-epsilon/--budget-delta, not both.")
         budget = ZCDP(args.budget_rho)
     elif args.budget_epsilon is not None:
         budget = (PureDP(epsilon=args.budget_epsilon) if not args.budget_delta
                   else ApproxDP(epsilon=args.budget_epsilon, delta=args.budget_delta))
     elif "://" not in args.ledger and not Path(args.ledger).exists():  # a URL: the server says if it is new
-        raise ValueError(f"the ledger {args.ledger!r} does not exist yet: give its total budget with --budget-epsilon "
+        raise InvalidArgumentError(f"the ledger {args.ledger!r} does not exist yet: give its total budget with --budget-epsilon "
                          "(and --budget-delta) or --budget-rho, or point --ledger at an existing ledger.")
     spark = None
     if args.engine == "spark":
@@ -198,12 +199,12 @@ def _session(args: argparse.Namespace) -> Any:
         builder = SparkSession.builder.appName("dpkit")
         spark = (builder.remote(args.spark_remote) if args.spark_remote else builder.master("local[*]")).getOrCreate()
     elif args.spark_remote:
-        raise ValueError("--spark-remote needs --engine spark.")
+        raise InvalidArgumentError("--spark-remote needs --engine spark.")
     schema = _pairs([s for item in args.schema for s in item.split(",") if s.strip()], "--schema") or None
     public = {name: Path(path) for name, path in _pairs(args.public, "--public").items()}
     for name, path in public.items():
         if not path.exists():
-            raise ValueError(f"no such public table file for {name!r}: {str(path)!r}.")
+            raise InvalidArgumentError(f"no such public table file for {name!r}: {str(path)!r}.")
     return Session(data, privacy_unit=args.privacy_unit, ledger=args.ledger, budget=budget, table=args.table,
                    engine=args.engine, spark=spark, schema=schema, public=public or None)
 
@@ -215,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
     keys_arg = {name: [v for v in values.split(",")] for name, values in _pairs(args.keys, "--keys").items()} or None
     accuracy = {name: _number(value, f"--accuracy {name}=") for name, value in _pairs(args.accuracy, "--accuracy").items()}
     if (args.epsilon is not None) + (args.rho is not None) + bool(accuracy) != 1:
-        raise ValueError("give one of --epsilon (the cost), --rho (a zCDP cost) or --accuracy NAME=HALF_WIDTH "
+        raise InvalidArgumentError("give one of --epsilon (the cost), --rho (a zCDP cost) or --accuracy NAME=HALF_WIDTH "
                          "(targets).")
     options = dict(epsilon=args.epsilon, rho=args.rho, delta=args.delta, bounds=_bounds(args.bounds),
                    max_partitions=args.max_partitions, max_rows=args.max_rows, keys=keys_arg,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dpkit.errors import InvalidArgumentError
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -38,7 +39,7 @@ def _pairs(text: str | None) -> list[tuple[int, int]] | None:
             i, j = item.split("-")
             out.append((int(i), int(j)))
         except ValueError:
-            raise ValueError(f"--neighbors must look like '0-1,1-2'; got {item!r}.") from None
+            raise InvalidArgumentError(f"--neighbors must look like '0-1,1-2'; got {item!r}.") from None
     return out
 
 

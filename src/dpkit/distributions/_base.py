@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError
 
 Array = NDArray[np.float64]
 
@@ -30,7 +31,7 @@ def resolve_rng(rng: np.random.Generator | None) -> np.random.Generator:
 
         return default_rng()
     if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}.")
+        raise ArgumentTypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}.")
     return rng
 
 
@@ -39,7 +40,7 @@ def check_size(size: int | tuple[int, ...]) -> int | tuple[int, ...]:
     dims = size if isinstance(size, tuple) else (size,)
     for d in dims:
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0:
-            raise ValueError(f"size must be a non-negative integer or a tuple of them; got {size!r}.")
+            raise InvalidArgumentError(f"size must be a non-negative integer or a tuple of them; got {size!r}.")
     return size
 
 

@@ -11,6 +11,7 @@ from scipy import special
 
 from dpkit._math import check_finite, check_positive
 from dpkit.distributions._base import Array, ContinuousDistribution, as_array, check_size, resolve_rng
+from dpkit.errors import InvalidArgumentError
 
 __all__ = ["Gaussian", "Laplace"]
 
@@ -134,5 +135,5 @@ class Gaussian(ContinuousDistribution):
 def _check_unit(u: ArrayLike) -> Array:
     arr = as_array(u)
     if not np.all((arr >= 0) & (arr <= 1)):
-        raise ValueError("quantile levels u must lie in [0, 1] (NaN is refused).")
+        raise InvalidArgumentError("quantile levels u must lie in [0, 1] (NaN is refused).")
     return arr

@@ -12,6 +12,7 @@ from scipy import special
 from dpkit._math import check_positive, check_probability
 from dpkit.distributions._base import Array, DiscreteDistribution, as_array, check_size, resolve_rng
 from dpkit.distributions._theta import log_theta, second_moment
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["Bernoulli", "DiscreteGaussian", "DiscreteLaplace"]
 
@@ -21,9 +22,9 @@ _MAX_TABLE = 20_000_001
 
 def _check_integer(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer, float)):
-        raise TypeError(f"{name} must be an integer; got {type(value).__name__} {value!r}.")
+        raise ArgumentTypeError(f"{name} must be an integer; got {type(value).__name__} {value!r}.")
     if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
-        raise ValueError(f"{name} must be an integer; got {value}.")
+        raise InvalidArgumentError(f"{name} must be an integer; got {value}.")
     return int(value)
 
 
@@ -252,7 +253,7 @@ class Bernoulli(DiscreteDistribution):
 
         eps = check_epsilon(epsilon)
         if truth not in (0, 1):
-            raise ValueError(f"truth must be 0 or 1; got {truth!r}.")
+            raise InvalidArgumentError(f"truth must be 0 or 1; got {truth!r}.")
         return cls.from_log_odds(eps if truth == 1 else -eps)
 
     def _params(self) -> dict[str, Any]:
@@ -298,7 +299,7 @@ class Bernoulli(DiscreteDistribution):
 def _unit(u: ArrayLike) -> Array:
     arr = as_array(u)
     if not np.all((arr >= 0) & (arr <= 1)):
-        raise ValueError("quantile levels u must lie in [0, 1] (NaN is refused).")
+        raise InvalidArgumentError("quantile levels u must lie in [0, 1] (NaN is refused).")
     return arr
 
 

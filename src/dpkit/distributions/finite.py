@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpkit.distributions._base import Array, DiscreteDistribution, as_array, check_size, resolve_rng
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["Finite", "align"]
 
@@ -50,16 +51,16 @@ class Finite(DiscreteDistribution):
     def __init__(self, probabilities: ArrayLike, support: ArrayLike | None = None) -> None:
         p = np.array(probabilities, dtype=np.float64, copy=True).reshape(-1)
         if p.size == 0:
-            raise ValueError("probabilities must not be empty.")
+            raise InvalidArgumentError("probabilities must not be empty.")
         if not np.all(np.isfinite(p)):
             bad = int(np.flatnonzero(~np.isfinite(p))[0])
-            raise ValueError(f"probabilities must be finite; entry {bad} is {p[bad]}.")
+            raise InvalidArgumentError(f"probabilities must be finite; entry {bad} is {p[bad]}.")
         if np.any(p < 0):
             bad = int(np.flatnonzero(p < 0)[0])
-            raise ValueError(f"probabilities must be >= 0; entry {bad} is {p[bad]}.")
+            raise InvalidArgumentError(f"probabilities must be >= 0; entry {bad} is {p[bad]}.")
         total = float(np.sum(p))
         if abs(total - 1.0) > MASS_TOLERANCE:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"probabilities must sum to 1 within {MASS_TOLERANCE:g}; they sum to {total!r}. "
                 "dpkit does not normalise silently: divide by the sum yourself if that is what you mean."
             )
@@ -70,9 +71,9 @@ class Finite(DiscreteDistribution):
             if s.ndim != 1:
                 s = np.array(list(support), dtype=object)  # type: ignore[arg-type]
             if s.shape[0] != p.size:
-                raise ValueError(f"support has {s.shape[0]} labels but there are {p.size} probabilities.")
+                raise InvalidArgumentError(f"support has {s.shape[0]} labels but there are {p.size} probabilities.")
             if np.unique(s).size != s.size:
-                raise ValueError("support labels must be distinct.")
+                raise InvalidArgumentError("support labels must be distinct.")
         p.setflags(write=False)
         s.setflags(write=False)
         self._set("probabilities", p)
@@ -102,7 +103,7 @@ class Finite(DiscreteDistribution):
 
     def _require_numeric(self, what: str) -> None:
         if not self._numeric:
-            raise TypeError(f"{what} needs a numeric support; this support has labels of type {self.support.dtype}.")
+            raise ArgumentTypeError(f"{what} needs a numeric support; this support has labels of type {self.support.dtype}.")
 
     def _sorted(self) -> tuple[Array, Array]:
         self._require_numeric("this operation")
@@ -142,7 +143,7 @@ class Finite(DiscreteDistribution):
         xs, cum = self._sorted()
         arr = as_array(u)
         if not np.all((arr >= 0) & (arr <= 1)):
-            raise ValueError("quantile levels u must lie in [0, 1] (NaN is refused).")
+            raise InvalidArgumentError("quantile levels u must lie in [0, 1] (NaN is refused).")
         pos = np.minimum(np.searchsorted(cum, arr, side="left"), xs.size - 1)
         return xs[pos]
 
@@ -180,7 +181,7 @@ class Finite(DiscreteDistribution):
         idx = Finite(np.full(new.shape[0], 1.0 / new.shape[0]), support=new).index_of(self.support)
         if np.any(idx < 0):
             missing = self.support[idx < 0][:3].tolist()
-            raise ValueError(f"the new support must contain the old one; missing e.g. {missing}.")
+            raise InvalidArgumentError(f"the new support must contain the old one; missing e.g. {missing}.")
         p = np.zeros(new.shape[0])
         p[idx] = self.probabilities
         return Finite(p, support=new)
@@ -205,7 +206,7 @@ def align(P: Finite, Q: Finite, *, extend: bool = False) -> tuple[Array, Array, 
         if np.all(idx >= 0):
             return P.probabilities, Q.probabilities[idx], P.support
     if not extend:
-        raise ValueError(
+        raise InvalidArgumentError(
             "the two distributions have different supports; divergences need a common domain. "
             "Pass both through dpkit.distributions.align(P, Q, extend=True) or "
             "P.extend_to(union) to place them on the union with explicit zero masses."

@@ -8,6 +8,7 @@ other continuous pairs.  The tests check that the paths agree for the same pair.
 """
 
 from dpkit.divergences._dispatch import evaluator
+from dpkit.divergences.coupling import Coupling, maximal_coupling
 from dpkit.divergences.entropy import cross_entropy, renyi_entropy, shannon_entropy
 from dpkit.divergences.hockey_stick import hockey_stick
 from dpkit.divergences.kl import kl
@@ -17,12 +18,14 @@ from dpkit.divergences.total_variation import statistical_distance, total_variat
 from dpkit.divergences.wasserstein import wasserstein
 
 __all__ = [
+    "Coupling",
     "approx_max_divergence",
     "cross_entropy",
     "evaluator",
     "hockey_stick",
     "kl",
     "max_divergence",
+    "maximal_coupling",
     "renyi",
     "renyi_entropy",
     "shannon_entropy",

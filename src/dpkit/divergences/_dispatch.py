@@ -27,7 +27,7 @@ from dpkit.distributions import (
 from dpkit.divergences import _closed
 from dpkit.divergences._evaluator import Evaluator
 from dpkit.divergences._numeric import FinitePair, QuadraturePair, SeriesPair
-from dpkit.errors import UnsupportedError
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 
 
 class _Hybrid(Evaluator):
@@ -66,9 +66,9 @@ def evaluator(P: Distribution, Q: Distribution) -> Evaluator:
     """Return the evaluator for the pair (P, Q); raise if they do not share a domain."""
     for name, d in (("P", P), ("Q", Q)):
         if not isinstance(d, Distribution):
-            raise TypeError(f"{name} must be a dpkit distribution (e.g. dpkit.Laplace); got {type(d).__name__}.")
+            raise ArgumentTypeError(f"{name} must be a dpkit distribution (e.g. dpkit.Laplace); got {type(d).__name__}.")
     if P.discrete != Q.discrete:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"P ({type(P).__name__}) and Q ({type(Q).__name__}) are not on a common domain: one has a "
             "density and the other a mass function. Compare two continuous or two discrete laws."
         )
@@ -104,13 +104,13 @@ def evaluator(P: Distribution, Q: Distribution) -> Evaluator:
 def _finite_vs_lattice(F: Finite, L: Distribution, *, p_is_finite: bool) -> FinitePair:
     """Exact sums when one law is finite: the other law's mass off F's support becomes one atom."""
     if not F._numeric:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"the finite law has non-numeric labels, so it shares no domain with {type(L).__name__} "
             "(integers); give it an integer support."
         )
     support = F.support.astype(np.float64)
     if not np.all(support == np.floor(support)):
-        raise ValueError(f"the finite law's support must be integers to compare with {type(L).__name__}.")
+        raise InvalidArgumentError(f"the finite law's support must be integers to compare with {type(L).__name__}.")
     log_other = L.log_density(support)
     other = np.exp(log_other)
     outside = max(0.0, 1.0 - math.fsum(other.tolist()))

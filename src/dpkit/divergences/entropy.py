@@ -29,7 +29,7 @@ from dpkit.distributions import (
 )
 from dpkit.distributions._theta import second_moment
 from dpkit.divergences._dispatch import evaluator
-from dpkit.errors import UnsupportedError
+from dpkit.errors import InvalidArgumentError, UnsupportedError
 
 _EXACT = "exact sum over the support"
 _U = 2.0**-53
@@ -135,7 +135,7 @@ def renyi_entropy(P: Distribution, alpha: float) -> Estimate:
     """
     a = float(alpha)
     if math.isnan(a) or a < 0:
-        raise ValueError(f"alpha must be in [0, inf] for the Rényi entropy; got {alpha}.")
+        raise InvalidArgumentError(f"alpha must be in [0, inf] for the Rényi entropy; got {alpha}.")
     if a == 1.0:
         return shannon_entropy(P)
     F = _finite(P)

@@ -6,6 +6,7 @@ from dpkit._math import Estimate, check_finite
 from dpkit.distributions import Bernoulli, Distribution, Finite
 from dpkit.divergences._dispatch import evaluator
 from dpkit.divergences._numeric import finite_wasserstein
+from dpkit.errors import InvalidArgumentError
 
 
 def wasserstein(P: Distribution, Q: Distribution, order: float = 1.0) -> Estimate:
@@ -33,7 +34,7 @@ def wasserstein(P: Distribution, Q: Distribution, order: float = 1.0) -> Estimat
     """
     p = check_finite("order", order)
     if not p >= 1.0:
-        raise ValueError(f"order must be >= 1 (W_p is a metric only for p >= 1); got {p}.")
+        raise InvalidArgumentError(f"order must be >= 1 (W_p is a metric only for p >= 1); got {p}.")
     if isinstance(P, Bernoulli):
         P = P.to_finite()
     if isinstance(Q, Bernoulli):

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpkit._math import Estimate, check_delta, check_epsilon, check_finite, check_positive
-from dpkit.errors import UnsupportedError
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import _numerics
 
 __all__ = [
@@ -200,7 +200,7 @@ class WassersteinDP:
     :math:`W_p` unchanged (a location shift by Δ has :math:`W_p = \Delta` for every noise law and
     every p), and a deterministic release with sensitivity η has :math:`W_p = \eta \to 0` while
     :math:`\delta(\varepsilon) = 1` for every ε; so no function of a WDP bound implies
-    :math:`(\varepsilon,\delta)`-DP. See ``docs/theory.md`` (THEORY-NOTES §7.5).
+    :math:`(\varepsilon,\delta)`-DP. See ``docs/theory.md`` (docs/notes.md §6).
 
     Parameters
     ----------
@@ -234,7 +234,7 @@ class WassersteinDP:
         except ValueError:
             p = math.nan
         if not (p >= 1.0):
-            raise ValueError(f"p must be finite and >= 1 (the Wasserstein order); got {self.p}.")
+            raise InvalidArgumentError(f"p must be finite and >= 1 (the Wasserstein order); got {self.p}.")
         object.__setattr__(self, "p", p)
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
 
@@ -249,7 +249,7 @@ def _as_epsilon_array(epsilon: ArrayLike) -> NDArray[np.float64]:
     arr = np.asarray(epsilon, dtype=np.float64)
     bad = ~(np.isfinite(arr) & (arr >= 0.0))
     if np.any(bad):
-        raise ValueError(f"epsilon must be finite and >= 0; got {arr[bad].flat[0]}.")
+        raise InvalidArgumentError(f"epsilon must be finite and >= 0; got {arr[bad].flat[0]}.")
     return arr
 
 
@@ -319,13 +319,13 @@ class PrivacyProfile:
 
     def __post_init__(self) -> None:
         if not callable(self.delta_function):
-            raise TypeError(f"delta_function must be callable; got {type(self.delta_function).__name__}.")
+            raise ArgumentTypeError(f"delta_function must be callable; got {type(self.delta_function).__name__}.")
         if self.epsilon_function is not None and not callable(self.epsilon_function):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"epsilon_function must be callable or None; got {type(self.epsilon_function).__name__}."
             )
         if self.kind not in ("exact", "upper"):
-            raise ValueError(f"kind must be 'exact' or 'upper'; got {self.kind!r}.")
+            raise InvalidArgumentError(f"kind must be 'exact' or 'upper'; got {self.kind!r}.")
 
     def __str__(self) -> str:
         return f"privacy profile ({self.description})"
@@ -335,7 +335,7 @@ class PrivacyProfile:
         bad = ~((out >= 0.0) & (out <= 1.0))
         if np.any(bad):
             i = int(np.flatnonzero(bad)[0])
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"delta_function returned {out.flat[i]} at epsilon={eps.flat[i]}; a privacy profile "
                 "must take values in [0, 1]."
             )
@@ -388,7 +388,7 @@ class PrivacyProfile:
         except (TypeError, ValueError):  # a one-element array or another number type
             value = float(np.asarray(raw, dtype=np.float64).reshape(-1)[0])
         if not (0.0 <= value <= 1.0):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"delta_function returned {value} at epsilon={eps}; a privacy profile must take values in [0, 1]."
             )
         if isinstance(raw, Estimate):
@@ -434,7 +434,7 @@ class PrivacyProfile:
         if self.epsilon_function is not None:
             value = self.epsilon_function(target)
             if not (float(value) >= 0.0):
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"epsilon_function returned {value} at delta={target}; it must return a "
                     "number >= 0 (inf for 'no finite epsilon')."
                 )
@@ -458,7 +458,7 @@ class PrivacyProfile:
 def _orders_array(name: str, values: ArrayLike) -> NDArray[np.float64]:
     arr = np.asarray(values, dtype=np.float64)
     if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D sequence; got shape {arr.shape}.")
+        raise InvalidArgumentError(f"{name} must be a non-empty 1-D sequence; got shape {arr.shape}.")
     return arr
 
 
@@ -504,29 +504,29 @@ class RenyiDP:
     def __post_init__(self) -> None:
         if self.curve is not None:
             if self.orders is not None or self.epsilons is not None:
-                raise ValueError("give either curve or (orders, epsilons), not both.")
+                raise InvalidArgumentError("give either curve or (orders, epsilons), not both.")
             if not callable(self.curve):
-                raise TypeError(f"curve must be callable; got {type(self.curve).__name__}.")
+                raise ArgumentTypeError(f"curve must be callable; got {type(self.curve).__name__}.")
             return
         if self.orders is None or self.epsilons is None:
-            raise ValueError("give either curve or both orders and epsilons.")
+            raise InvalidArgumentError("give either curve or both orders and epsilons.")
         orders = _orders_array("orders", self.orders)
         epsilons = _orders_array("epsilons", self.epsilons)
         if orders.shape != epsilons.shape:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"orders and epsilons must have the same length; got {orders.size} and {epsilons.size}."
             )
         bad = ~(np.isfinite(orders) & (orders > 1.0))
         if np.any(bad):
-            raise ValueError(
+            raise InvalidArgumentError(
                 "every order alpha must be finite and > 1 (use PureDP for alpha = inf); "
                 f"got {orders[bad][0]}."
             )
         if np.unique(orders).size != orders.size:
-            raise ValueError(f"orders must be distinct; got {orders.tolist()}.")
+            raise InvalidArgumentError(f"orders must be distinct; got {orders.tolist()}.")
         bad = ~(epsilons >= 0.0)
         if np.any(bad):
-            raise ValueError(f"every epsilon must be >= 0 (inf allowed); got {epsilons[bad][0]}.")
+            raise InvalidArgumentError(f"every epsilon must be >= 0 (inf allowed); got {epsilons[bad][0]}.")
         order = np.argsort(orders)
         object.__setattr__(self, "orders", tuple(float(a) for a in orders[order]))
         object.__setattr__(self, "epsilons", tuple(float(e) for e in epsilons[order]))
@@ -577,12 +577,12 @@ class RenyiDP:
     def _values(self, arr: NDArray[np.float64]) -> NDArray[np.float64]:
         bad = ~(np.isfinite(arr) & (arr > 1.0))
         if np.any(bad):
-            raise ValueError(f"alpha must be finite and > 1; got {arr[bad].flat[0]}.")
+            raise InvalidArgumentError(f"alpha must be finite and > 1; got {arr[bad].flat[0]}.")
         if self.curve is None:
             table = dict(zip(self._orders, self._epsilons))
             missing = [a for a in arr.flat if float(a) not in table]
             if missing:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"alpha={missing[0]} is not one of this curve's orders {list(self._orders)}."
                 )
             return np.array([table[float(a)] for a in arr.flat], dtype=np.float64).reshape(arr.shape)
@@ -590,7 +590,7 @@ class RenyiDP:
         bad = ~(out >= 0.0)
         if np.any(bad):
             i = int(np.flatnonzero(bad)[0])
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"the RDP curve returned {out.flat[i]} at alpha={arr.flat[i]}; Rényi divergences "
                 "are >= 0 (inf allowed, NaN not)."
             )

@@ -22,7 +22,7 @@ import math
 from typing import Any
 
 from dpkit._math import check_delta
-from dpkit.errors import BudgetExceededError
+from dpkit.errors import ArgumentTypeError, BudgetExceededError, InvalidArgumentError
 from dpkit.guarantees import ApproxDP
 
 __all__ = ["DPSGDAccountant", "opacus_accountant", "register"]
@@ -52,7 +52,7 @@ class DPSGDAccountant:
     def __init__(self, budget: ApproxDP | None = None, *, sampling: str = "poisson",
                  neighboring: str = "add_remove") -> None:
         if budget is not None and not isinstance(budget, ApproxDP):
-            raise TypeError(f"budget must be an ApproxDP (epsilon, delta); got {type(budget).__name__}.")
+            raise ArgumentTypeError(f"budget must be an ApproxDP (epsilon, delta); got {type(budget).__name__}.")
         from dpkit.accounting.dpsgd import _check_scheme
 
         self.sampling, self.neighboring = _check_scheme(sampling, neighboring)
@@ -90,7 +90,7 @@ class DPSGDAccountant:
 
         d = check_delta(delta, open_interval=True)
         if not self.history:
-            raise ValueError("no steps yet: epsilon is 0.")
+            raise InvalidArgumentError("no steps yet: epsilon is 0.")
         return dpsgd_epsilon(delta=d, schedule=self.schedule())
 
     def schedule(self) -> list[Any]:
@@ -145,21 +145,21 @@ class DPSGDAccountant:
 
     def load_state_dict(self, state_dict: Any) -> None:
         if not state_dict or "history" not in state_dict or state_dict.get("mechanism") != self.mechanism():
-            raise ValueError(f"not a state dict of the {self.mechanism()!r} accountant.")
+            raise InvalidArgumentError(f"not a state dict of the {self.mechanism()!r} accountant.")
         hist = [[float(s), float(q), int(t)] for s, q, t in state_dict["history"]]
         for s, q, t in hist:
             self._validate(s, q)
             if t < 1:
-                raise ValueError(f"a history row has {t} steps; expected >= 1.")
+                raise InvalidArgumentError(f"a history row has {t} steps; expected >= 1.")
         self.history = hist
 
     @staticmethod
     def _validate(noise_multiplier: float, sample_rate: float) -> tuple[float, float]:
         sigma, q = float(noise_multiplier), float(sample_rate)
         if not (sigma > 0 and math.isfinite(sigma)):
-            raise ValueError(f"noise_multiplier must be finite and > 0; got {noise_multiplier!r}.")
+            raise InvalidArgumentError(f"noise_multiplier must be finite and > 0; got {noise_multiplier!r}.")
         if not (0.0 < q <= 1.0):
-            raise ValueError(f"sample_rate must be in (0, 1]; got {sample_rate!r}.")
+            raise InvalidArgumentError(f"sample_rate must be in (0, 1]; got {sample_rate!r}.")
         return sigma, q
 
 

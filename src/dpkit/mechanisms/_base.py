@@ -31,7 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 from dpkit._math import Estimate
 from dpkit.distributions import Distribution
 from dpkit.divergences import approx_max_divergence, hockey_stick, max_divergence, renyi, wasserstein
-from dpkit.errors import UnsupportedError
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PrivacyProfile, PureDP, RenyiDP, WassersteinDP, ZCDP
 
 __all__ = ["DominatingPair", "Mechanism", "Release", "SymmetricInterval"]
@@ -138,7 +138,7 @@ class Release:
     def value(self) -> float:
         """The single released value of a scalar release."""
         if self.values.size != 1:
-            raise ValueError(f"this release holds {self.values.size} values; use .values.")
+            raise InvalidArgumentError(f"this release holds {self.values.size} values; use .values.")
         return float(self.values.reshape(-1)[0])
 
     def __str__(self) -> str:
@@ -288,14 +288,14 @@ def as_values(value: ArrayLike) -> NDArray[np.float64]:
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
-        raise TypeError(f"values to release must be numbers; got {type(value).__name__}.") from None
+        raise ArgumentTypeError(f"values to release must be numbers; got {type(value).__name__}.") from None
     if arr.size == 0:
-        raise ValueError("nothing to release: the value array is empty.")
+        raise InvalidArgumentError("nothing to release: the value array is empty.")
     with np.errstate(all="ignore"):
         total = float(np.add.reduce(arr, axis=None))  # NaN or +-inf anywhere makes it non-finite
     if not math.isfinite(total) and not np.isfinite(arr).all():
         bad = np.flatnonzero(~np.isfinite(arr.reshape(-1)))[0]
-        raise ValueError(
+        raise InvalidArgumentError(
             f"values to release must be finite; entry {bad} is {arr.reshape(-1)[bad]}. NaN and infinities are "
             "refused, never noised: clean or clamp the data first."
         )
@@ -305,5 +305,5 @@ def as_values(value: ArrayLike) -> NDArray[np.float64]:
 def check_confidence(confidence: float) -> float:
     c = float(confidence)
     if not (0.0 < c < 1.0):
-        raise ValueError(f"confidence must be in (0, 1); got {confidence}.")
+        raise InvalidArgumentError(f"confidence must be in (0, 1); got {confidence}.")
     return c

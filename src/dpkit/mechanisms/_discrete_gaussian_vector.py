@@ -74,6 +74,7 @@ from collections import Counter
 from fractions import Fraction
 
 import numpy as np
+from dpkit.errors import InvalidArgumentError
 
 #: More shift classes than this: use the zCDP profile (N = 100 has 1116 classes, N = 200 has 27482).
 MAX_CLASSES = 2_000
@@ -304,5 +305,5 @@ def per_class_deltas(n: int, dimension: int, sigma: float, epsilon: float) -> di
     """Every class's delta(epsilon) (for tests and the docs; raises if there are too many classes)."""
     profile = WorstShiftProfile(n, dimension, sigma)
     if profile.classes is None:
-        raise ValueError(f"more than {MAX_CLASSES} shift classes for N={n}, dimension={dimension}.")
+        raise InvalidArgumentError(f"more than {MAX_CLASSES} shift classes for N={n}, dimension={dimension}.")
     return {w: profile._class_delta(w, epsilon) for w in profile.classes}

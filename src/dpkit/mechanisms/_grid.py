@@ -70,6 +70,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError
 
 #: |round(x / g)| and |K| below this take the int64 path: their sum cannot overflow int64.
 FAST_LIMIT = 2.0**62
@@ -88,15 +89,15 @@ def power_of_two_at_most(x: float) -> float:
 # ---------------------------------------------------------------------------------------------
 # the values to release: doubles, plus exact rationals where a double cannot hold them
 # ---------------------------------------------------------------------------------------------
-def _refuse_nonfinite() -> ValueError:
-    return ValueError(
+def _refuse_nonfinite() -> InvalidArgumentError:
+    return InvalidArgumentError(
         "values to release must be finite: NaN and infinities are refused, never noised (this message "
         "names no value or position). Clean or clamp the data first."
     )
 
 
-def _not_numbers(what: str) -> TypeError:
-    return TypeError(f"values to release must be real numbers; got {what}.")
+def _not_numbers(what: str) -> ArgumentTypeError:
+    return ArgumentTypeError(f"values to release must be real numbers; got {what}.")
 
 
 def release_values(value: ArrayLike) -> tuple[NDArray[np.float64], dict[int, Fraction]]:
@@ -119,7 +120,7 @@ def release_values(value: ArrayLike) -> tuple[NDArray[np.float64], dict[int, Fra
     except (TypeError, ValueError):
         raise _not_numbers(type(value).__name__) from None
     if raw.size == 0:
-        raise ValueError("nothing to release: the value array is empty.")
+        raise InvalidArgumentError("nothing to release: the value array is empty.")
     kind = raw.dtype.kind
     exact: dict[int, Fraction] = {}
     if kind == "b" or (kind == "f" and raw.dtype.itemsize <= 8):
@@ -428,7 +429,7 @@ def release_on_grid(mechanism, value, *, rng, confidence: float, norm: str,  # t
     floats, exact = release_values(value)
     c = check_confidence(confidence)
     if floats.size != mechanism.dimension:
-        raise ValueError(f"this mechanism releases {mechanism.dimension} value(s); got {floats.size}. Build it with "
+        raise InvalidArgumentError(f"this mechanism releases {mechanism.dimension} value(s); got {floats.size}. Build it with "
                          f"dimension=<number of values> and the {norm} sensitivity of the whole vector.")
     half = (noise_half_width(c) + 0.5) * mechanism.grid
     gen = default_rng() if rng is None else rng

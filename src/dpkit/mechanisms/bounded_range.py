@@ -39,6 +39,7 @@ from dpkit.distributions import Finite
 from dpkit.guarantees import PrivacyProfile, PureDP, RenyiDP, ZCDP
 from dpkit.guarantees.conversions import pure_to_rdp, pure_to_zcdp
 from dpkit.mechanisms._base import DominatingPair
+from dpkit.errors import InvalidArgumentError
 
 __all__ = ["bounded_range_delta", "bounded_range_epsilon", "bounded_range_pair"]
 
@@ -87,7 +88,7 @@ def bounded_range_pair(bounded_range: float, t: float) -> DominatingPair:
     eta = check_positive("bounded_range", bounded_range)
     top = float(t)
     if not (0.0 < top < eta):
-        raise ValueError(f"t must be in (0, bounded_range={eta}); got {t}.")
+        raise InvalidArgumentError(f"t must be in (0, bounded_range={eta}); got {t}.")
     # p = (e^eta - e^t)/(e^eta - 1) = -expm1(t - eta) / -expm1(-eta), without overflow
     p = -math.expm1(top - eta) / -math.expm1(-eta)
     one_minus_p = -math.expm1(-top) / -math.expm1(-eta) * math.exp(top - eta)  # (e^t - 1)/(e^eta - 1)
@@ -140,7 +141,7 @@ def bounded_range_delta(bounded_range: float, epsilon: ArrayLike) -> NDArray[np.
     e = np.asarray(epsilon, dtype=np.float64)
     bad = ~(np.isfinite(e) & (e >= 0.0))
     if np.any(bad):
-        raise ValueError(f"epsilon must be finite and >= 0; got {e[bad].flat[0]}.")
+        raise InvalidArgumentError(f"epsilon must be finite and >= 0; got {e[bad].flat[0]}.")
     return _br_delta(eta, e)
 
 

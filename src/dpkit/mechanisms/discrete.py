@@ -20,7 +20,7 @@ from dpkit._math import Estimate, check_delta, check_epsilon, check_positive
 from dpkit.distributions import DiscreteGaussian as _DGauss
 from dpkit.distributions import DiscreteLaplace as _DLap
 from dpkit.divergences._closed import DiscreteGaussianShift
-from dpkit.errors import UnsupportedError
+from dpkit.errors import InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PrivacyProfile, PureDP, RenyiDP, ZCDP
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, check_confidence
 from dpkit.mechanisms._discrete_gaussian_vector import WorstShiftProfile, max_square_norm, shift_classes
@@ -35,7 +35,7 @@ __all__ = ["DiscreteGaussianMechanism", "Geometric"]
 def _integer_sensitivity(value: object) -> int:
     s = check_positive("sensitivity", value)
     if not float(s).is_integer():
-        raise ValueError(f"sensitivity must be a positive integer for an integer-valued query; got {s}.")
+        raise InvalidArgumentError(f"sensitivity must be a positive integer for an integer-valued query; got {s}.")
     return int(s)
 
 
@@ -45,10 +45,10 @@ def _release_integers(mechanism: Mechanism, value: ArrayLike, rng: np.random.Gen
     floats, exact = release_values(value)
     c = check_confidence(confidence)
     if dimension is not None and floats.size != dimension:
-        raise ValueError(f"this mechanism releases {dimension} value(s); got {floats.size}. Build it with "
+        raise InvalidArgumentError(f"this mechanism releases {dimension} value(s); got {floats.size}. Build it with "
                          "dimension=<number of values> and the l2 sensitivity of the whole vector.")
     if not is_integral(floats, exact):
-        raise ValueError("this mechanism releases integers; got a non-integer value (use Laplace or Gaussian). "
+        raise InvalidArgumentError("this mechanism releases integers; got a non-integer value (use Laplace or Gaussian). "
                          "This message names no value or position.")
     gen = _default_rng() if rng is None else rng
     insecure = is_insecure(gen)  # before and after: a rewind since the last use is seen even on a replay
@@ -79,11 +79,11 @@ class Geometric(Mechanism):
     def __init__(self, *, sensitivity: int, epsilon: float | None = None, scale: float | None = None) -> None:
         d = _integer_sensitivity(sensitivity)
         if (epsilon is None) == (scale is None):
-            raise ValueError("give exactly one of epsilon or scale.")
+            raise InvalidArgumentError("give exactly one of epsilon or scale.")
         if epsilon is not None:
             eps = check_epsilon(epsilon)
             if not eps > 0:
-                raise ValueError(f"epsilon must be > 0; got {eps}.")
+                raise InvalidArgumentError(f"epsilon must be > 0; got {eps}.")
             t = d / eps
             while d / t > eps:
                 t = math.nextafter(t, math.inf)
@@ -162,14 +162,14 @@ class DiscreteGaussianMechanism(Mechanism):
     def __init__(self, *, sensitivity: float, sigma: float | None = None, rho: float | None = None,
                  epsilon: float | None = None, delta: float | None = None, dimension: int = 1) -> None:
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
-            raise ValueError(f"dimension must be an integer >= 1; got {dimension!r}.")
+            raise InvalidArgumentError(f"dimension must be an integer >= 1; got {dimension!r}.")
         d: float = _integer_sensitivity(sensitivity) if dimension == 1 else check_positive("sensitivity", sensitivity)
         n = int(d) ** 2 if dimension == 1 else max_square_norm(d)
         if n == 0:
-            raise ValueError(f"sensitivity={d} is below 1: no integer vector is that close; nothing to protect.")
+            raise InvalidArgumentError(f"sensitivity={d} is below 1: no integer vector is that close; nothing to protect.")
         given = [x is not None for x in (sigma, rho, epsilon)]
         if sum(given) != 1 or (epsilon is None) != (delta is None):
-            raise ValueError("give exactly one of sigma, rho, or (epsilon and delta).")
+            raise InvalidArgumentError("give exactly one of sigma, rho, or (epsilon and delta).")
         classes = shift_classes(n, dimension)
         single = classes is not None and len(classes) == 1 and len(classes[0]) == 1
         shift = classes[0][0] if single and classes is not None else None
@@ -184,7 +184,7 @@ class DiscreteGaussianMechanism(Mechanism):
         else:
             eps = check_epsilon(epsilon)
             if not eps > 0:
-                raise ValueError(f"epsilon must be > 0; got {eps}.")
+                raise InvalidArgumentError(f"epsilon must be > 0; got {eps}.")
             dl = check_delta(delta, open_interval=True)
             target = dl
             if shift is not None:

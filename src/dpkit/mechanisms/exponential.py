@@ -43,7 +43,7 @@ from scipy.special import roots_legendre
 
 from dpkit._math import Estimate, check_delta, check_epsilon, check_positive
 from dpkit.distributions import Finite
-from dpkit.errors import UnsupportedError
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PrivacyProfile, PureDP, RenyiDP, ZCDP
 from dpkit.guarantees.conversions import pure_to_profile, pure_to_rdp, pure_to_zcdp
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, check_confidence
@@ -68,7 +68,7 @@ def _check_rng(rng: object) -> np.random.Generator:
     if rng is None:
         return default_rng()
     if not isinstance(rng, np.random.Generator):
-        raise TypeError(
+        raise ArgumentTypeError(
             "rng must be a numpy.random.Generator (e.g. dpkit.random.secure_rng()) or None; "
             f"got {type(rng).__name__}."
         )
@@ -80,22 +80,22 @@ def _utilities(utilities: ArrayLike, name: str = "utilities") -> NDArray[np.floa
     try:
         arr = np.array(utilities, dtype=np.float64, copy=True)
     except (TypeError, ValueError):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"{name} must be a 1-D array of real numbers (one utility per candidate); got "
             f"{type(utilities).__name__}."
         ) from None
     if arr.ndim != 1:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{name} must be a 1-D array with one utility per candidate; got shape {arr.shape}."
         )
     if arr.size == 0:
-        raise ValueError(f"{name} is empty: the candidate set must contain at least one candidate.")
+        raise InvalidArgumentError(f"{name} is empty: the candidate set must contain at least one candidate.")
     if arr.size > _MAX_CANDIDATES:
-        raise ValueError(f"{name} has {arr.size} candidates; at most 2**28 are supported.")
+        raise InvalidArgumentError(f"{name} has {arr.size} candidates; at most 2**28 are supported.")
     finite = np.isfinite(arr)
     if not np.all(finite):
         # the message names no candidate and no value: utilities are computed on private data
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{name} must be finite: NaN and infinities are refused, never used; clean or clamp the "
             "utilities first."
         )
@@ -107,7 +107,7 @@ def _check_noise(noise: object) -> Noise:
         return "gumbel"
     if noise == "exponential":
         return "exponential"
-    raise ValueError(f"noise must be 'gumbel' or 'exponential'; got {noise!r}.")
+    raise InvalidArgumentError(f"noise must be 'gumbel' or 'exponential'; got {noise!r}.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,24 +122,24 @@ class _Selection(Mechanism):
     def _init(self, sensitivity: float, epsilon: float | None, scale: float | None, monotonic: bool) -> None:
         delta_u = check_positive("sensitivity", sensitivity)
         if not isinstance(monotonic, (bool, np.bool_)):
-            raise TypeError(f"monotonic must be True or False; got {monotonic!r}.")
+            raise ArgumentTypeError(f"monotonic must be True or False; got {monotonic!r}.")
         if (epsilon is None) == (scale is None):
-            raise ValueError("give exactly one of epsilon (to calibrate) or scale (the noise scale).")
+            raise InvalidArgumentError("give exactly one of epsilon (to calibrate) or scale (the noise scale).")
         factor = 1.0 if monotonic else 2.0  # epsilon = factor * sensitivity / scale
         if epsilon is not None:
             eps = check_epsilon(epsilon)
             if not eps > 0:
-                raise ValueError(f"epsilon must be > 0; got {eps}.")
+                raise InvalidArgumentError(f"epsilon must be > 0; got {eps}.")
         else:
             eps = factor * delta_u / check_positive("scale", scale)
             if not (eps > 0 and math.isfinite(eps)):
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"scale={scale} with sensitivity={delta_u} gives epsilon={eps}, which is not a "
                     "finite positive number; choose a scale closer to the sensitivity."
                 )
         coefficient = Fraction(eps) / (Fraction(factor) * Fraction(delta_u))
         if not (_COEFF_RANGE[0] <= coefficient <= _COEFF_RANGE[1]):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"epsilon / sensitivity = {float(coefficient) * factor:.3g} is outside "
                 "[2**-1000, 2**1000], where the sampler's floating-point certificates hold; "
                 "rescale the utilities."
@@ -208,7 +208,7 @@ class _Selection(Mechanism):
         """
         gaps = _Gaps(_utilities(utilities), self._coefficient)
         if self._law == "permute-and-flip" and gaps.n > _MAX_PF_ANALYSIS:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"probabilities of permute-and-flip are computed by quadrature for at most "
                 f"{_MAX_PF_ANALYSIS} candidates; got {gaps.n}. (Sampling has no such limit.)"
             )
@@ -239,16 +239,16 @@ class _Selection(Mechanism):
         ux = _utilities(utilities_x, "utilities_x")
         uy = _utilities(utilities_y, "utilities_y")
         if ux.shape != uy.shape:
-            raise ValueError(f"utilities_x and utilities_y differ in length: {ux.size} vs {uy.size}.")
+            raise InvalidArgumentError(f"utilities_x and utilities_y differ in length: {ux.size} vs {uy.size}.")
         diff = ux - uy
         far = np.abs(diff) > self.sensitivity
         if np.any(far):
             i = int(np.flatnonzero(far)[0])
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"not neighbours: candidate {i} moves by {abs(diff[i])} > sensitivity={self.sensitivity}."
             )
         if self.monotonic and np.any(diff > 0) and np.any(diff < 0):
-            raise ValueError("not neighbours for a monotonic mechanism: utilities move in both directions.")
+            raise InvalidArgumentError("not neighbours for a monotonic mechanism: utilities move in both directions.")
         return DominatingPair(P=Finite(self.probabilities(ux)), Q=Finite(self.probabilities(uy)))
 
     def utility_gap_bound(self, candidates: int, confidence: float = 0.95) -> float:
@@ -276,7 +276,7 @@ class _Selection(Mechanism):
         Dwork & Roth 2014, Thm 3.11; McKenna & Sheldon 2020, arXiv 2010.12603v2, Sec 4.
         """
         if isinstance(candidates, bool) or not isinstance(candidates, (int, np.integer)) or candidates < 1:
-            raise ValueError(f"candidates must be an integer >= 1; got {candidates!r}.")
+            raise InvalidArgumentError(f"candidates must be an integer >= 1; got {candidates!r}.")
         c = check_confidence(confidence)
         return self.scale * (math.log(int(candidates)) - math.log1p(-c))
 
@@ -350,7 +350,7 @@ class _Selection(Mechanism):
         """
         u = _utilities(utilities)
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
-            raise ValueError(f"size must be an integer >= 0; got {size!r}.")
+            raise InvalidArgumentError(f"size must be an integer >= 0; got {size!r}.")
         return self._draw(_Gaps(u, self._coefficient), int(size), _check_rng(rng))
 
     def __repr__(self) -> str:

@@ -14,7 +14,7 @@ from dpkit._math.directed import up
 from dpkit._math.precise import mp, to_float_up
 from dpkit.distributions import DiscreteGaussian
 from dpkit.divergences._closed import DiscreteGaussianShift, gaussian_delta
-from dpkit.errors import UnsupportedError
+from dpkit.errors import InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PrivacyProfile, ZCDP
 from dpkit.guarantees.conversions import zcdp_to_approx_dp, zcdp_to_profile
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release
@@ -39,7 +39,7 @@ def classical_gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float
     d = check_delta(delta, open_interval=True)
     s = check_positive("sensitivity", sensitivity)
     if not 0 < eps < 1:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"the classical Gaussian calibration needs 0 < epsilon < 1 (Dwork & Roth Thm 3.22); got {eps}. "
             "Use the analytic calibration (calibration='analytic', the default), valid for every epsilon."
         )
@@ -133,22 +133,22 @@ class Gaussian(Mechanism):
                  granularity_bits: int = 10) -> None:
         s2 = check_positive("sensitivity", sensitivity)
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
-            raise ValueError(f"dimension must be an integer >= 1; got {dimension!r}.")
+            raise InvalidArgumentError(f"dimension must be an integer >= 1; got {dimension!r}.")
         if isinstance(granularity_bits, bool) or not isinstance(granularity_bits, int) or not 4 <= granularity_bits <= 20:
-            raise ValueError(f"granularity_bits must be an integer in [4, 20]; got {granularity_bits!r}.")
+            raise InvalidArgumentError(f"granularity_bits must be an integer in [4, 20]; got {granularity_bits!r}.")
         if calibration not in ("analytic", "classical"):
-            raise ValueError(f"calibration must be 'analytic' or 'classical'; got {calibration!r}.")
+            raise InvalidArgumentError(f"calibration must be 'analytic' or 'classical'; got {calibration!r}.")
         if sigma is not None:
             if epsilon is not None or delta is not None:
-                raise ValueError("give either sigma, or epsilon and delta; not both.")
+                raise InvalidArgumentError("give either sigma, or epsilon and delta; not both.")
             sig = check_positive("sigma", sigma)
             target = None
         else:
             if epsilon is None or delta is None:
-                raise ValueError("give epsilon and delta (to calibrate) or sigma (the noise scale).")
+                raise InvalidArgumentError("give epsilon and delta (to calibrate) or sigma (the noise scale).")
             eps = check_epsilon(epsilon)
             if not eps > 0:
-                raise ValueError(f"epsilon must be > 0; got {eps}.")
+                raise InvalidArgumentError(f"epsilon must be > 0; got {eps}.")
             dl = check_delta(delta, open_interval=True)
             if calibration == "classical":
                 sig = classical_gaussian_sigma(epsilon=eps, delta=dl, sensitivity=s2)

@@ -14,6 +14,7 @@ from dpkit.guarantees.conversions import pure_to_profile
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release
 from dpkit.mechanisms._grid import power_of_two_at_most, release_on_grid
 from dpkit.random import discrete_laplace
+from dpkit.errors import InvalidArgumentError
 
 __all__ = ["Laplace"]
 
@@ -53,17 +54,17 @@ class Laplace(Mechanism):
                  dimension: int = 1, granularity_bits: int = 10) -> None:
         delta_1 = check_positive("sensitivity", sensitivity)
         if (epsilon is None) == (scale is None):
-            raise ValueError("give exactly one of epsilon (to calibrate) or scale (the noise scale b).")
+            raise InvalidArgumentError("give exactly one of epsilon (to calibrate) or scale (the noise scale b).")
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
-            raise ValueError(f"dimension must be an integer >= 1; got {dimension!r}.")
+            raise InvalidArgumentError(f"dimension must be an integer >= 1; got {dimension!r}.")
         if isinstance(granularity_bits, bool) or not isinstance(granularity_bits, int) or not 1 <= granularity_bits <= 40:
-            raise ValueError(f"granularity_bits must be an integer in [1, 40]; got {granularity_bits!r}.")
+            raise InvalidArgumentError(f"granularity_bits must be an integer in [1, 40]; got {granularity_bits!r}.")
         grid = power_of_two_at_most(delta_1 / (dimension * 2.0**granularity_bits))
         units = math.floor(delta_1 / grid) + dimension  # l1 distance on the grid after rounding
         if epsilon is not None:
             eps = check_epsilon(epsilon)
             if not eps > 0:
-                raise ValueError(f"epsilon must be > 0; got {eps}.")
+                raise InvalidArgumentError(f"epsilon must be > 0; got {eps}.")
             t = units / eps
             while units / t > eps:  # never a smaller noise than the target needs
                 t = math.nextafter(t, math.inf)

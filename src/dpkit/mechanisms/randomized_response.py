@@ -36,7 +36,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from dpkit._math import Estimate, check_epsilon, check_probability
 from dpkit.distributions import Bernoulli, Finite
-from dpkit.errors import UnsupportedError
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import PureDP, WassersteinDP, ZCDP
 from dpkit.guarantees.conversions import pure_to_zcdp
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, check_confidence
@@ -53,7 +53,7 @@ def _check_rng(rng: object) -> np.random.Generator:
     if rng is None:
         return default_rng()
     if not isinstance(rng, np.random.Generator):
-        raise TypeError(
+        raise ArgumentTypeError(
             "rng must be a numpy.random.Generator (e.g. dpkit.random.secure_rng()) or None; "
             f"got {type(rng).__name__}."
         )
@@ -62,12 +62,12 @@ def _check_rng(rng: object) -> np.random.Generator:
 
 def _categories(value: object) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"categories must be an integer >= 2; got {type(value).__name__} {value!r}.")
+        raise ArgumentTypeError(f"categories must be an integer >= 2; got {type(value).__name__} {value!r}.")
     k = int(value)
     if k < 2:
-        raise ValueError(f"categories must be an integer >= 2; got {k}.")
+        raise InvalidArgumentError(f"categories must be an integer >= 2; got {k}.")
     if k > 1 << 40:
-        raise ValueError(f"categories must be at most 2**40; got {k}.")
+        raise InvalidArgumentError(f"categories must be at most 2**40; got {k}.")
     return k
 
 
@@ -165,23 +165,23 @@ class RandomizedResponse(Mechanism):
                  categories: int = 2) -> None:
         k = _categories(categories)
         if (epsilon is None) == (keep_probability is None):
-            raise ValueError("give exactly one of epsilon or keep_probability.")
+            raise InvalidArgumentError("give exactly one of epsilon or keep_probability.")
         if epsilon is not None:
             eps = check_epsilon(epsilon)
             if not eps > 0:
-                raise ValueError(f"epsilon must be > 0; got {eps}.")
+                raise InvalidArgumentError(f"epsilon must be > 0; got {eps}.")
         else:
             p = check_probability(keep_probability, "keep_probability")
             if not (1.0 / k < p < 1.0):
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"keep_probability must be in (1/categories, 1) = ({1.0 / k:.6g}, 1); got {p}. "
                     "At 1/k the report carries no information (epsilon = 0); at 1 there is no noise."
                 )
             eps = math.log(p) + math.log(k - 1) - math.log1p(-p)  # ln(p (k-1) / (1-p))
             if not eps > 0:  # p within rounding of 1/k
-                raise ValueError(f"keep_probability={p} is too close to 1/categories: epsilon would be {eps}.")
+                raise InvalidArgumentError(f"keep_probability={p} is too close to 1/categories: epsilon would be {eps}.")
         if not eps <= _MAX_LOG_ODDS:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"epsilon must be at most {_MAX_LOG_ODDS:g} for randomized response; got {eps}. The "
                 "flip probability would underflow float64, and such a release is effectively unnoised."
             )
@@ -271,20 +271,20 @@ class RandomizedResponse(Mechanism):
         try:
             arr = np.asarray(values)
         except (TypeError, ValueError):  # pragma: no cover - asarray accepts nearly anything
-            raise TypeError(f"values must be category indices; got {type(values).__name__}.") from None
+            raise ArgumentTypeError(f"values must be category indices; got {type(values).__name__}.") from None
         if arr.dtype.kind not in "biuf":
-            raise TypeError(f"values must be integer category indices; got dtype {arr.dtype}.")
+            raise ArgumentTypeError(f"values must be integer category indices; got dtype {arr.dtype}.")
         if arr.size == 0:
-            raise ValueError("nothing to release: the value array is empty.")
+            raise InvalidArgumentError("nothing to release: the value array is empty.")
         flat = arr.reshape(-1)
         if arr.dtype.kind == "f":
             bad = np.flatnonzero(~np.isfinite(flat) | (flat != np.floor(flat)))
             if bad.size:
                 # no position and no value in the message: the values are private
-                raise ValueError("values must be integer category indices: NaN and non-integers are refused.")
+                raise InvalidArgumentError("values must be integer category indices: NaN and non-integers are refused.")
         outside = np.flatnonzero((flat < 0) | (flat >= self.categories))
         if outside.size:
-            raise ValueError(f"values must be category indices in [0, {self.categories}).")
+            raise InvalidArgumentError(f"values must be category indices in [0, {self.categories}).")
         return arr.astype(np.int64)
 
     def _respond(self, truth: NDArray[np.int64], rng: np.random.Generator) -> NDArray[np.int64]:
@@ -394,17 +394,17 @@ class RandomizedResponse(Mechanism):
         try:
             arr = np.asarray(counts, dtype=np.float64)
         except (TypeError, ValueError):
-            raise TypeError(f"counts must be an array of integers; got {type(counts).__name__}.") from None
+            raise ArgumentTypeError(f"counts must be an array of integers; got {type(counts).__name__}.") from None
         k = self.categories
         if arr.shape != (k,):
-            raise ValueError(f"counts must be a 1-D array with one entry per category ({k}); got shape {arr.shape}.")
+            raise InvalidArgumentError(f"counts must be a 1-D array with one entry per category ({k}); got shape {arr.shape}.")
         bad = ~(np.isfinite(arr) & (arr >= 0) & (arr == np.floor(arr)))
         if np.any(bad):
             i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"counts must be non-negative integers; entry {i} is {arr[i]}.")
+            raise InvalidArgumentError(f"counts must be non-negative integers; entry {i} is {arr[i]}.")
         n = int(arr.sum())
         if n < 2:
-            raise ValueError(f"debias needs at least 2 reports to estimate a variance; got {n}.")
+            raise InvalidArgumentError(f"debias needs at least 2 reports to estimate a variance; got {n}.")
         q = self.other_probability
         spread = -math.expm1(-self.epsilon) * self.keep_probability  # p - q = p (1 - e^-eps), no cancellation
         f = arr / n

@@ -49,7 +49,7 @@ from typing import Any, Callable, cast
 import numpy as np
 from sqlglot import exp as _exp
 
-from dpkit.errors import DpkitError, UnsupportedError
+from dpkit.errors import DataDependentFailure, UnsupportedError
 from dpkit.accounting.items import PrivacyItem
 from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP
 from dpkit.ledger import Ledger, SQLiteLedger, open_ledger
@@ -69,10 +69,6 @@ from dpkit.query._sql import parse_sql, validate_spec
 __all__ = ["DataDependentFailure", "QueryPlan", "Session"]
 
 Guarantee = PureDP | ApproxDP | ZCDP | GaussianDP  # a query's cost, in its ledger budget's family
-
-
-class DataDependentFailure(DpkitError):
-    """The engine failed after reading the data; the query's budget was spent (the failure may depend on it)."""
 
 REPORT_SHARE = 0.05  # the bounding report's default share of a query's epsilon
 _BOUNDS_HINT = "pass bounds={{{name!r}: (lo, hi)}} (command line: --bounds {name}=LO:HI)"

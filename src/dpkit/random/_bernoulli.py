@@ -46,6 +46,7 @@ from dpkit.random._arith import (
 )
 from dpkit.random._checks import Size, check_rng, check_size, count, prime_allocator
 from dpkit.random._geometric import _geometric_draws
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["bernoulli_exp"]
 
@@ -175,12 +176,12 @@ def _bernoulli_exp_scalar(gamma: float, n: int, rng: np.random.Generator) -> NDA
 
 def _check_gamma_scalar(gamma: object) -> float:
     if isinstance(gamma, (bool, np.bool_)) or not isinstance(gamma, (int, float, np.number)):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"gamma must be a real number or an array of them; got {type(gamma).__name__}."
         )
     value = float(gamma)
     if not (value >= 0 and value < float("inf")):
-        raise ValueError(f"gamma must be finite and >= 0; got {value}.")
+        raise InvalidArgumentError(f"gamma must be finite and >= 0; got {value}.")
     return value
 
 
@@ -237,23 +238,23 @@ def bernoulli_exp(
         return out[0] if shape is None else out.reshape(shape)
     array = np.asarray(gamma)
     if array.dtype.kind not in "iuf":
-        raise TypeError(
+        raise ArgumentTypeError(
             f"gamma must be a real number or an array of them; got dtype {array.dtype}."
         )
     if array.dtype.kind in "iu" and np.any((array > 2**53) | (array < -(2**53))):
-        raise ValueError(
+        raise InvalidArgumentError(
             "gamma has integers beyond 2**53, too large to be represented exactly as float64; "
             "pass them as floats."
         )
     values = array.astype(np.float64, copy=False)
     if not (np.all(values >= 0) and np.all(np.isfinite(values))):
         bad = values[~((values >= 0) & np.isfinite(values))].ravel()[0]
-        raise ValueError(f"gamma must be finite and >= 0 everywhere; got {bad}.")
+        raise InvalidArgumentError(f"gamma must be finite and >= 0 everywhere; got {bad}.")
     target = values.shape if shape is None else shape
     try:
         flat = np.ascontiguousarray(np.broadcast_to(values, target)).ravel()
     except ValueError:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"gamma of shape {values.shape} does not broadcast to size {target}."
         ) from None
     out = np.empty(flat.size, dtype=bool)

@@ -8,6 +8,7 @@ import operator
 import numpy as np
 
 from dpkit.random._generators import default_rng
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError
 
 Size = int | tuple[int, ...] | None
 
@@ -20,18 +21,18 @@ def check_size(size: object) -> tuple[int, ...] | None:
     shape = []
     for entry in entries:
         if isinstance(entry, (bool, np.bool_, float, np.floating)):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"size must be a non-negative integer or a tuple of them; got {size!r}."
             )
         try:
             value = operator.index(entry)
         except TypeError:
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"size must be a non-negative integer or a tuple of them; got "
                 f"{type(size).__name__} {size!r}."
             ) from None
         if value < 0:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"size must be a non-negative integer or a tuple of them; got {size!r}."
             )
         shape.append(value)
@@ -48,7 +49,7 @@ def check_rng(rng: object) -> np.random.Generator:
     if rng is None:
         return default_rng()
     if not isinstance(rng, np.random.Generator):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"rng must be a numpy.random.Generator (e.g. dpkit.random.secure_rng()) or None; "
             f"got {type(rng).__name__}."
         )

@@ -118,6 +118,7 @@ from dpkit._math import check_positive
 from dpkit.random._arith import LazyUniform, exp_neg_enclosure, random_word
 from dpkit.random._checks import Size, check_rng, check_size, count, prime_allocator
 from dpkit.random._geometric import _geometric_draws
+from dpkit.errors import InvalidArgumentError
 
 __all__ = ["discrete_gaussian"]
 
@@ -572,7 +573,7 @@ def gaussian_noise(sigma: float, n: int, rng: np.random.Generator) -> NDArray[np
     """
     value = check_positive("sigma", sigma)
     if not (_MIN_SIGMA <= value <= _MAX_SIGMA):
-        raise ValueError(f"sigma must be in [2**-40, 2**40]; got {value}.")
+        raise InvalidArgumentError(f"sigma must be in [2**-40, 2**40]; got {value}.")
     generator = check_rng(rng)
     prime_allocator(n)
     return _float_draws(_bins(value), n, generator)
@@ -642,7 +643,7 @@ def discrete_gaussian(
     """
     value = check_positive("sigma", sigma)
     if not (_MIN_SIGMA <= value <= _MAX_SIGMA):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"sigma must be in [2**-40, 2**40]; got {value}. (Below 2**-40 a draw is nonzero "
             "with probability under exp(-2**79); above 2**40 it would leave the exact float range.)"
         )

@@ -52,6 +52,7 @@ import weakref
 from typing import Any, Literal, NoReturn, TypeAlias
 
 import numpy as np
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError, MissingDependencyError
 
 __all__ = [
     "InsecureGenerator",
@@ -74,7 +75,7 @@ def _randomgen() -> Any:
     try:
         return importlib.import_module("randomgen")
     except ModuleNotFoundError as exc:  # pragma: no cover - the test environment has randomgen
-        raise ModuleNotFoundError(
+        raise MissingDependencyError(
             "dpkit's secure generator needs the 'randomgen' package (ChaCha20 / AES bit "
             "generators); install it with `pip install randomgen` (a dependency of dpkit)."
         ) from exc
@@ -87,7 +88,7 @@ _set = object.__setattr__
 
 
 def _refuse(what: str) -> NoReturn:
-    raise TypeError(
+    raise ArgumentTypeError(
         f"{what} is refused on dpkit's secure generators: seeding, reading or setting the state, "
         "copying, pickling, jumping, advancing or re-initialising would repeat the noise stream or "
         "expose its key. For reproducible tests use dpkit.random.insecure_seeded(seed) (not private); "
@@ -253,7 +254,7 @@ def _new_bit_generator(cipher: str) -> np.random.BitGenerator:
     if not _KEYED_CLASSES:
         _KEYED_CLASSES.update(_make_keyed_classes())
     if cipher == "aes128" and not getattr(_randomgen().AESCounter(key=0), "use_aesni", False):
-        raise ValueError(
+        raise InvalidArgumentError(
             "cipher='aes128' needs a CPU with AES-NI (randomgen would use table-based software "
             "AES, which leaks its key through cache timing); use cipher='chacha20'."
         )
@@ -289,7 +290,7 @@ class SecureGenerator(np.random.Generator):
         if "_pid" in _get(self, "__dict__"):
             _refuse("re-initialising a SecureGenerator")
         if cipher not in _CIPHERS:
-            raise ValueError(f"cipher must be one of {_CIPHERS}; got {cipher!r}.")
+            raise InvalidArgumentError(f"cipher must be one of {_CIPHERS}; got {cipher!r}.")
         np.random.Generator.__init__(self, _new_bit_generator(cipher))
         _set(self, "_cipher", cipher)
         _set(self, "_pid", _getpid())
@@ -400,7 +401,7 @@ def preferred_cipher() -> Cipher:
     """``"aes128"`` where randomgen can use AES-NI (hardware, constant time), else ``"chacha20"``."""
     try:
         return "aes128" if getattr(_randomgen().AESCounter(), "use_aesni", False) else "chacha20"
-    except Exception:  # pragma: no cover - randomgen missing: secure_rng reports it
+    except ImportError:  # pragma: no cover - randomgen missing (MissingDependencyError): secure_rng reports it
         return "chacha20"
 
 
@@ -487,9 +488,9 @@ def insecure_seeded(seed: int) -> InsecureGenerator:
     (True, True)
     """
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be an int; got {type(seed).__name__} {seed!r}.")
+        raise ArgumentTypeError(f"seed must be an int; got {type(seed).__name__} {seed!r}.")
     if seed < 0:
-        raise ValueError(f"seed must be >= 0; got {seed}.")
+        raise InvalidArgumentError(f"seed must be >= 0; got {seed}.")
     return InsecureGenerator(int(seed))
 
 
@@ -522,5 +523,7 @@ def is_insecure(rng: object) -> bool:
         if type(bit_generator) not in _KEYED_CLASSES.values() or bit_generator not in _KEYED:
             return True
         return not _get(bit_generator, "_intact")()
-    except Exception:  # anything unexpected about the object: vouch for nothing
+    except (AttributeError, KeyError, TypeError, ValueError):
+        # a malformed or tampered object (a seal or state removed or replaced): vouch for nothing.
+        # Other exceptions are bugs in this check and propagate.
         return True

@@ -66,7 +66,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpkit._math import check_positive
-from dpkit.errors import NumericalAccuracyError
+from dpkit.errors import InvalidArgumentError, NumericalAccuracyError
 from dpkit.random._arith import Enclosure, LazyUniform, _ceil_div, exp_neg_enclosure
 from dpkit.random._checks import Size, check_rng, check_size, count, prime_allocator
 
@@ -493,7 +493,7 @@ def _laplace_draws(scale: float, n: int, rng: np.random.Generator) -> NDArray[np
 def _check_scale(scale: object) -> float:
     value = check_positive("scale", scale)
     if not value <= _MAX_SCALE:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"scale must be <= 2**50 (draws are int64); got {value}. Rescale the query instead."
         )
     return value

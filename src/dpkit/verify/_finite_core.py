@@ -13,7 +13,7 @@ Contract
 --------
 Private to :mod:`dpkit.verify`: callers pass validated pmfs (rows of a mechanism table, or a pair
 aligned on one support) and validated epsilon and delta (Dwork & Roth 2014, Def 3.6 and Remark
-3.1; THEORY-NOTES §2.2).  Decisions are exact for the probabilities as given (floats); reported
+3.1; docs/notes.md §2).  Decisions are exact for the probabilities as given (floats); reported
 epsilons and deltas are never understated, and for finite laws lie within a few ulps of the exact
 values.
 
@@ -115,7 +115,7 @@ def _approx_max_rows(p: Array, q: Array, loss: Array, eta: Array, delta: float, 
     r"""Upper bound on :math:`D^\delta_\infty` per row: max of ln((P(S_k)-delta)/Q(S_k)) over prefixes S_k.
 
     Definition 3.6 maximises over all S inside Supp(P) with P(S) >= delta; the maximiser can be
-    taken to be a superlevel set {L >= ln gamma*} (THEORY-NOTES §2.2), i.e. a prefix of the outputs
+    taken to be a superlevel set {L >= ln gamma*} (docs/notes.md §2), i.e. a prefix of the outputs
     sorted by decreasing loss, and every prefix is itself a candidate set, so the prefix maximum
     is exactly the definition.  The result is raised by a bound on its rounding error: the logs
     and cumulative sums (k 2^-53 relative), the subtraction of delta (relative error amplified by

@@ -2,7 +2,7 @@ r"""Remark 3.1 as code: exact (epsilon, delta) checks of a pair and of a finite 
 
 Dwork & Roth 2014, Remark 3.1 (seeds 000/003): a mechanism M is (epsilon, delta)-DP exactly when,
 for every pair of neighbouring inputs x, y, both :math:`D^\delta_\infty(M(x)\|M(y)) \le \varepsilon`
-and :math:`D^\delta_\infty(M(y)\|M(x)) \le \varepsilon`.  Equivalently (THEORY-NOTES §2.2),
+and :math:`D^\delta_\infty(M(y)\|M(x)) \le \varepsilon`.  Equivalently (docs/notes.md §2),
 :math:`E_{e^\varepsilon}(M(x)\|M(y)) \le \delta` in both directions, where
 :math:`E_\gamma(P\|Q) = \sum_o (p(o) - \gamma q(o))_+` is the hockey-stick divergence.
 
@@ -46,6 +46,7 @@ from dpkit.distributions import Bernoulli, Distribution, Finite, align
 from dpkit.divergences import approx_max_divergence, hockey_stick
 from dpkit.verify._finite_core import DECIMAL_DIGITS as DECIMAL_DIGITS  # re-exported: its old home
 from dpkit.verify._finite_core import Array, _check_rows, _tightest_delta, _tightest_epsilon, _witness, _worst
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["FiniteMechanism", "TableVerdict", "Verdict", "load_mechanism_csv", "pair", "table"]
 
@@ -116,9 +117,9 @@ class Verdict:
 
     def __post_init__(self) -> None:
         if self.direction not in ("P||Q", "Q||P"):
-            raise ValueError(f"direction must be 'P||Q' or 'Q||P'; got {self.direction!r}.")
+            raise InvalidArgumentError(f"direction must be 'P||Q' or 'Q||P'; got {self.direction!r}.")
         if (self.witness is None) != (self.witness_p is None) or (self.witness is None) != (self.witness_q is None):
-            raise ValueError("witness, witness_p and witness_q must be given together.")
+            raise InvalidArgumentError("witness, witness_p and witness_q must be given together.")
 
     def __str__(self) -> str:
         status = "HOLDS" if self.holds else "FAILS"
@@ -189,7 +190,7 @@ class TableVerdict:
 
     def __post_init__(self) -> None:
         if (self.witness is None) != (self.witness_masses is None):
-            raise ValueError("witness and witness_masses must be given together.")
+            raise InvalidArgumentError("witness and witness_masses must be given together.")
 
     def _name(self, i: int) -> str:
         return f"row {i}" if self.inputs is None else f"row {i} ({self.inputs[i]})"
@@ -234,7 +235,7 @@ class FiniteMechanism:
     def __post_init__(self) -> None:
         n_in, n_out = self.rows.shape
         if len(self.inputs) != n_in or len(self.outputs) != n_out:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"labels do not match the table: {n_in}x{n_out} table, {len(self.inputs)} input labels, "
                 f"{len(self.outputs)} output labels."
             )
@@ -328,14 +329,14 @@ def _validate_rows(rows: ArrayLike, inputs: tuple[Any, ...] | None = None,
     try:
         table_ = np.array(rows, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"rows must be a 2-D array of probabilities: {exc}") from None
+        raise InvalidArgumentError(f"rows must be a 2-D array of probabilities: {exc}") from None
     if table_.ndim != 2:
-        raise ValueError(f"rows must be a 2-D array (one row of output probabilities per input); got {table_.ndim} dimension(s).")
+        raise InvalidArgumentError(f"rows must be a 2-D array (one row of output probabilities per input); got {table_.ndim} dimension(s).")
     n_in, n_out = table_.shape
     if n_in < 2:
-        raise ValueError(f"a mechanism table needs at least 2 rows (inputs) to have neighbours; got {n_in}.")
+        raise InvalidArgumentError(f"a mechanism table needs at least 2 rows (inputs) to have neighbours; got {n_in}.")
     if n_out < 1:
-        raise ValueError("a mechanism table needs at least 1 output column.")
+        raise InvalidArgumentError("a mechanism table needs at least 1 output column.")
     for i in range(n_in):
         try:
             Finite(table_[i])
@@ -343,7 +344,7 @@ def _validate_rows(rows: ArrayLike, inputs: tuple[Any, ...] | None = None,
             notes = [] if inputs is None else [f"input {inputs[i]!s}"]
             notes += [] if line_numbers is None else [f"line {line_numbers[i]}"]
             label = f" ({', '.join(notes)})" if notes else ""
-            raise ValueError(f"row {i}{label} is not a pmf: {exc}") from None
+            raise InvalidArgumentError(f"row {i}{label} is not a pmf: {exc}") from None
     table_.setflags(write=False)
     return table_
 
@@ -356,17 +357,17 @@ def _validate_neighbors(neighbors: Any, n_in: int) -> tuple[tuple[int, int], ...
         try:
             i, j = item
         except (TypeError, ValueError):
-            raise ValueError(f"neighbors must be a list of (i, j) row pairs; got the item {item!r}.") from None
+            raise InvalidArgumentError(f"neighbors must be a list of (i, j) row pairs; got the item {item!r}.") from None
         for v in (i, j):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-                raise TypeError(f"neighbors must hold integer row indices; got {v!r} in {item!r}.")
+                raise ArgumentTypeError(f"neighbors must hold integer row indices; got {v!r} in {item!r}.")
             if not 0 <= v < n_in:
-                raise ValueError(f"neighbor row index {v} in {item!r} is out of range for a table of {n_in} rows.")
+                raise InvalidArgumentError(f"neighbor row index {v} in {item!r} is out of range for a table of {n_in} rows.")
         if i == j:
-            raise ValueError(f"a row is not its own neighbour; got {item!r}.")
+            raise InvalidArgumentError(f"a row is not its own neighbour; got {item!r}.")
         out.append((int(i), int(j)))
     if not out:
-        raise ValueError("neighbors is empty: give at least one (i, j) pair, or None for consecutive rows.")
+        raise InvalidArgumentError("neighbors is empty: give at least one (i, j) pair, or None for consecutive rows.")
     return tuple(out)
 
 
@@ -432,12 +433,12 @@ def table(
     R = _validate_rows(rows, input_labels)
     n_in, n_out = R.shape
     if input_labels is not None and len(input_labels) != n_in:
-        raise ValueError(f"inputs has {len(input_labels)} labels but the table has {n_in} rows.")
+        raise InvalidArgumentError(f"inputs has {len(input_labels)} labels but the table has {n_in} rows.")
     labels = np.arange(n_out) if outputs is None else np.asarray(outputs)
     if labels.ndim != 1 or labels.shape[0] != n_out:
-        raise ValueError(f"outputs must have one label per column ({n_out}); got shape {labels.shape}.")
+        raise InvalidArgumentError(f"outputs must have one label per column ({n_out}); got shape {labels.shape}.")
     if np.unique(labels).size != n_out:
-        raise ValueError("output labels must be distinct.")
+        raise InvalidArgumentError("output labels must be distinct.")
     pairs = _validate_neighbors(neighbors, n_in)
     first = np.array([i for i, _ in pairs], dtype=np.intp)
     second = np.array([j for _, j in pairs], dtype=np.intp)
@@ -523,21 +524,21 @@ def load_mechanism_csv(path: str | PathLike[str]) -> FiniteMechanism:
             if row and any(c.strip() for c in row) and not row[0].lstrip().startswith("#")
         ]
     if not lines:
-        raise ValueError(f"{path}: no rows found; expected one row of output probabilities per input.")
+        raise InvalidArgumentError(f"{path}: no rows found; expected one row of output probabilities per input.")
     header: list[str] | None = None
     if any(_number(c) is None for c in lines[0][1]):
         header = [c.strip() for c in lines[0][1]]
         lines = lines[1:]
     if not lines:
-        raise ValueError(f"{path}: only a header row; expected one row of output probabilities per input.")
+        raise InvalidArgumentError(f"{path}: only a header row; expected one row of output probabilities per input.")
     width = len(lines[0][1])
     for number, row in lines:
         if len(row) != width:
-            raise ValueError(f"{path}, line {number}: {len(row)} cells, but line {lines[0][0]} has {width}.")
+            raise InvalidArgumentError(f"{path}, line {number}: {len(row)} cells, but line {lines[0][0]} has {width}.")
     has_labels = any(_number(row[0]) is None for _, row in lines) or (header is not None and header[0] == "")
     n_out = width - 1 if has_labels else width
     if n_out < 1:
-        raise ValueError(f"{path}: no probability columns.")
+        raise InvalidArgumentError(f"{path}: no probability columns.")
     if header is None:
         outputs: tuple[Any, ...] = tuple(range(n_out))
     elif len(header) == n_out:
@@ -545,14 +546,14 @@ def load_mechanism_csv(path: str | PathLike[str]) -> FiniteMechanism:
     elif has_labels and len(header) == n_out + 1:
         outputs = tuple(header[1:])
     else:
-        raise ValueError(f"{path}: the header has {len(header)} labels for {n_out} probability columns.")
+        raise InvalidArgumentError(f"{path}: the header has {len(header)} labels for {n_out} probability columns.")
     inputs: tuple[Any, ...] = tuple(row[0].strip() for _, row in lines) if has_labels else tuple(range(len(lines)))
     values = np.empty((len(lines), n_out))
     for r, (number, row) in enumerate(lines):
         for c, cell in enumerate(row[1:] if has_labels else row):
             x = _number(cell)
             if x is None:
-                raise ValueError(f"{path}, line {number}: {cell.strip()!r} is not a probability.")
+                raise InvalidArgumentError(f"{path}, line {number}: {cell.strip()!r} is not a probability.")
             values[r, c] = x
     rows = _validate_rows(values, inputs, [number for number, _ in lines])
     return FiniteMechanism(rows=rows, inputs=inputs, outputs=outputs)

@@ -9,7 +9,7 @@ What lives here, and what each function promises:
   program that finds Y', Z' within statistical distance :math:`\delta/(e^\varepsilon+1)` of Y, Z
   with :math:`D_\infty(Y'\|Z')\le\varepsilon` **and** :math:`D_\infty(Z'\|Y')\le\varepsilon`, or
   reports that none exist.  The seed states only the first max-divergence condition; with it
-  alone the "if" direction is false (THEORY-NOTES §2.3 and §8 item 6; the test suite carries the
+  alone the "if" direction is false (docs/notes.md §3; the test suite carries the
   counterexample).
 * :func:`lemma_3_18_bound` (the seed's :math:`\varepsilon(e^\varepsilon-1)`) and
   :func:`kl_bound_tight` (:math:`\varepsilon\tanh(\varepsilon/2)`, attained by randomized response)
@@ -33,7 +33,7 @@ from scipy.sparse import csr_array, hstack, identity, vstack
 from dpkit._math import Estimate, check_delta, check_epsilon, check_finite
 from dpkit.distributions import Finite, align
 from dpkit.divergences import hockey_stick
-from dpkit.errors import NumericalAccuracyError
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError, NumericalAccuracyError
 
 __all__ = [
     "azuma_bound",
@@ -50,7 +50,7 @@ LP_TOLERANCE = 1e-9
 
 def _check_finite_law(name: str, value: object) -> Finite:
     if not isinstance(value, Finite):
-        raise TypeError(f"{name} must be a dpkit.distributions.Finite; got {type(value).__name__}.")
+        raise ArgumentTypeError(f"{name} must be a dpkit.distributions.Finite; got {type(value).__name__}.")
     return value
 
 
@@ -116,7 +116,7 @@ def lemma_3_17_construct(Y: Finite, Z: Finite, *, epsilon: float, delta: float) 
     y, z, _ = align(Y, Z)
     removed = float(hockey_stick(Y, Z, epsilon=e))
     if not removed <= d:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"Lemma 3.17 needs D^delta_inf(Y||Z) <= epsilon, i.e. E_(e^epsilon)(Y||Z) <= delta; here "
             f"E = {removed!r} > delta = {d!r} at epsilon = {e!r}. Raise delta or epsilon."
         )
@@ -176,7 +176,7 @@ def lemma_3_17_two_sided(Y: Finite, Z: Finite, *, epsilon: float, delta: float) 
     -----
     The seed writes only :math:`D_\infty(Y'\|Z')\le\varepsilon`.  With one direction the "if" part
     is false: Y = Y' = point mass at 0, Z = Z' = uniform{0, 1}, epsilon = ln 2 and any delta < 1/2
-    meet the seed's right-hand side, yet :math:`D^\delta_\infty(Z\|Y) = \infty` (THEORY-NOTES §2.3).
+    meet the seed's right-hand side, yet :math:`D^\delta_\infty(Z\|Y) = \infty` (docs/notes.md §3).
 
     References
     ----------
@@ -264,7 +264,7 @@ def lemma_3_18_bound(epsilon: float) -> Estimate:
     :math:`D_\infty(Z\|Y)\le\varepsilon` alone; when z < y both factors are negative and the step
     needs :math:`D_\infty(Y\|Z)\le\varepsilon` (the identity is
     :math:`(z-y)\ln(z/y) = |z-y|\,|\ln(z/y)|`).  It also writes the max over sets in
-    :math:`D_\infty(Z\|Y)` with Supp(Y) for Supp(Z) and a point y inside it (THEORY-NOTES §8 item 7).
+    :math:`D_\infty(Z\|Y)` with Supp(Y) for Supp(Z) and a point y inside it (docs/notes.md §4).
     With one direction only, KL is unbounded; the tests carry a counterexample.
 
     References
@@ -312,7 +312,7 @@ def kl_bound_tight(epsilon: float) -> Estimate:
     References
     ----------
     Dwork & Roth 2014, Lemma 3.18 (seeds 000, 003: the loose form); Kairouz, Oh, Viswanath 2015,
-    ICML, arXiv 1311.0776 (the dominating pair); THEORY-NOTES §2.4.
+    ICML, arXiv 1311.0776 (the dominating pair); docs/notes.md §4.
 
     Examples
     --------
@@ -367,7 +367,7 @@ def azuma_bound(z: float) -> Estimate:
     """
     x = check_finite("z", z)
     if not x > 0:
-        raise ValueError(f"z must be finite and > 0; got {x}.")
+        raise InvalidArgumentError(f"z must be finite and > 0; got {x}.")
     return Estimate(math.exp(-0.5 * x * x), kind="upper", method="Azuma's inequality (Dwork & Roth Lemma 3.19)")
 
 
@@ -419,15 +419,15 @@ def simulate_bounded_martingale(
     """
     for name, value in (("k", k), ("n_paths", n_paths)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1; got {value!r}.")
+            raise InvalidArgumentError(f"{name} must be an integer >= 1; got {value!r}.")
     a = check_finite("alpha", alpha)
     if not a > 0:
-        raise ValueError(f"alpha must be finite and > 0; got {a}.")
+        raise InvalidArgumentError(f"alpha must be finite and > 0; got {a}.")
     b = check_finite("beta", beta)
     if not -a <= b <= a:
-        raise ValueError(f"beta must be in [-alpha, alpha] = [{-a}, {a}]; got {b}.")
+        raise InvalidArgumentError(f"beta must be in [-alpha, alpha] = [{-a}, {a}]; got {b}.")
     if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}.")
+        raise ArgumentTypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}.")
     low_drift = max(b - a / 2.0, -a)
     total = np.zeros(int(n_paths))
     for i in range(int(k)):

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from dpkit._math import Estimate, check_delta
 from dpkit._math.directed import counted_sum_up
 from dpkit._math.result import Kind
-from dpkit.errors import UnsupportedError
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import WassersteinDP
 
 G = TypeVar("G")
@@ -38,12 +38,12 @@ def check_count(name: str, value: object) -> int:
     floats (``2.0``) and integers < 1 raise ``ValueError`` ("k must be an integer >= 1; got 1.5.").
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be an integer >= 1; got {type(value).__name__} {value!r}.")
+        raise ArgumentTypeError(f"{name} must be an integer >= 1; got {type(value).__name__} {value!r}.")
     if not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer >= 1; got {value!r}.")
+        raise InvalidArgumentError(f"{name} must be an integer >= 1; got {value!r}.")
     count = int(value)
     if count < 1:
-        raise ValueError(f"{name} must be an integer >= 1; got {count}.")
+        raise InvalidArgumentError(f"{name} must be an integer >= 1; got {count}.")
     return count
 
 
@@ -57,19 +57,19 @@ def expand(
     ``ValueError`` for an empty list or a bad count.
     """
     if isinstance(guarantees, (str, bytes)) or not isinstance(guarantees, Iterable):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"{function} takes a list of guarantees or (guarantee, count) pairs; got "
             f"{type(guarantees).__name__}."
         )
     items = list(guarantees)
     if not items:
-        raise ValueError(f"{function} needs at least one guarantee; got an empty list.")
+        raise InvalidArgumentError(f"{function} needs at least one guarantee; got an empty list.")
     names = "/".join(t.__name__ for t in allowed)
     out: list[tuple[object, int]] = []
     for position, item in enumerate(items):
         if isinstance(item, tuple):
             if len(item) != 2:
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"item {position} of {function}'s list must be a guarantee or a "
                     f"(guarantee, count) pair; got a tuple of length {len(item)}."
                 )
@@ -79,7 +79,7 @@ def expand(
         if isinstance(g, WassersteinDP) and WassersteinDP not in allowed:
             raise UnsupportedError(_WASSERSTEIN_ONLY)
         if not isinstance(g, allowed):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"{function} composes {names}; item {position} is {type(g).__name__}."
                 + (f" {advice}" if advice else "")
             )

@@ -26,6 +26,7 @@ from dpkit._math.directed import counted_sum_up, up
 from dpkit._math.precise import mp, to_float_down, to_float_up
 from dpkit.accounting.composition._common import check_count, check_open_probability, input_kind
 from dpkit.guarantees import ApproxDP
+from dpkit.errors import InvalidArgumentError
 
 __all__ = ["advanced_per_step_epsilon", "compose_advanced", "compose_kov_bound"]
 
@@ -99,10 +100,10 @@ def compose_advanced(
     count = check_count("k", k)
     dp = check_open_probability("delta_prime", delta_prime)
     if variant not in ("drv", "tanh"):
-        raise ValueError(f"variant must be 'drv' or 'tanh'; got {variant!r}.")
+        raise InvalidArgumentError(f"variant must be 'drv' or 'tanh'; got {variant!r}.")
     total_delta = up(Fraction(d) * count + Fraction(dp))  # DR Thm 3.20: k delta + delta', rounded up
     if not total_delta <= 1.0:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"k*delta + delta_prime = {total_delta} > 1: the composed guarantee would be vacuous; "
             "lower delta or delta_prime."
         )
@@ -188,11 +189,11 @@ def advanced_per_step_epsilon(total_epsilon: float, k: int, delta_prime: float) 
     """
     target = check_epsilon(total_epsilon, "total_epsilon")
     if not (0.0 < target < 1.0):
-        raise ValueError(f"total_epsilon must be in (0, 1) (DR Cor 3.21 assumes it); got {target}.")
+        raise InvalidArgumentError(f"total_epsilon must be in (0, 1) (DR Cor 3.21 assumes it); got {target}.")
     count = check_count("k", k)
     dp = check_open_probability("delta_prime", delta_prime)
     if not dp <= _COR_321_DELTA_MAX:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"delta_prime must be <= exp(-1/2) ~ 0.6065 for DR Cor 3.21 to hold; got {dp} "
             "(k=1, delta_prime=0.9, total_epsilon=0.5 would compose to 0.644). Use a smaller "
             "delta_prime, or search compose_advanced directly."
@@ -255,7 +256,7 @@ def compose_kov_bound(epsilon: float, delta: float, k: int, *, delta_prime: floa
     count = check_count("k", k)
     dt = check_delta(delta_prime, "delta_prime")
     if not dt > 0.0:
-        raise ValueError(f"delta_prime must be in (0, 1]; got {dt}.")
+        raise InvalidArgumentError(f"delta_prime must be in (0, 1]; got {dt}.")
     ctx = mp()  # the three terms at 160 bits, each rounded up
     e = ctx.mpf(eps)
     mean = count * e * ctx.tanh(e / 2)

@@ -19,6 +19,7 @@ from dpkit._math import Estimate
 from dpkit._math.directed import add_up
 from dpkit.accounting.composition._common import counted_sum, expand, input_kind
 from dpkit.guarantees import ApproxDP, PureDP
+from dpkit.errors import InvalidArgumentError
 
 __all__ = ["compose_basic", "compose_parallel"]
 
@@ -95,7 +96,7 @@ def compose_basic(guarantees: Sequence[object]) -> PureDP | ApproxDP:
         return PureDP(Estimate(epsilon, kind=kind, method="basic composition (DR Thm 3.14, Cor 3.15)" + note))
     delta = counted_sum((d, c) for _, d, c in triples)  # DR Thm 3.16
     if not delta <= 1.0:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"the deltas sum to {delta} > 1, so basic composition states nothing; "
             "use compose_optimal_heterogeneous or smaller deltas."
         )
@@ -110,7 +111,7 @@ def compose_basic(guarantees: Sequence[object]) -> PureDP | ApproxDP:
 def _neighboring_name(neighboring: object) -> str:
     value = getattr(neighboring, "value", neighboring)  # a future Neighboring enum, or its value
     if value not in ("add_remove", "substitute"):
-        raise ValueError(f"neighboring must be 'add_remove' or 'substitute'; got {neighboring!r}.")
+        raise InvalidArgumentError(f"neighboring must be 'add_remove' or 'substitute'; got {neighboring!r}.")
     return str(value)
 
 
@@ -189,7 +190,7 @@ def compose_parallel(
         kind, note = input_kind(given, "exact")
         return PureDP(Estimate(epsilon, kind=kind, method=method + note))
     if not delta <= 1.0:
-        raise ValueError(f"the two largest deltas sum to {delta} > 1, so the bound states nothing.")
+        raise InvalidArgumentError(f"the two largest deltas sum to {delta} > 1, so the bound states nothing.")
     kind, note = input_kind(given, "upper")
     return ApproxDP(
         epsilon=Estimate(epsilon, kind=kind, method=method + note),

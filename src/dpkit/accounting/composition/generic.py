@@ -17,7 +17,7 @@ from dpkit.accounting.composition.gdp import compose_gdp
 from dpkit.accounting.composition.renyi import compose_rdp
 from dpkit.accounting.composition.wasserstein import compose_wasserstein
 from dpkit.accounting.composition.zcdp import compose_zcdp
-from dpkit.errors import UnsupportedError
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PrivacyProfile, PureDP, RenyiDP, WassersteinDP
 
 __all__ = ["COMPOSERS", "compose_guarantees"]
@@ -69,12 +69,12 @@ def compose_guarantees(guarantees: Sequence[object]) -> object:
     1.0-zCDP
     """
     if isinstance(guarantees, (str, bytes)) or not isinstance(guarantees, Sequence):
-        raise TypeError(
+        raise ArgumentTypeError(
             "compose_guarantees takes a list of guarantees or (guarantee, count) pairs; got "
             f"{type(guarantees).__name__}."
         )
     if not guarantees:
-        raise ValueError("compose_guarantees needs at least one guarantee; got an empty list.")
+        raise InvalidArgumentError("compose_guarantees needs at least one guarantee; got an empty list.")
     composers = set()
     for item in guarantees:
         g = item[0] if isinstance(item, tuple) and item else item
@@ -85,11 +85,11 @@ def compose_guarantees(guarantees: Sequence[object]) -> object:
             )
         composer = COMPOSERS.get(type(g))
         if composer is None:
-            raise TypeError(f"no composer is registered for {type(g).__name__}; known: "
+            raise ArgumentTypeError(f"no composer is registered for {type(g).__name__}; known: "
                             f"{', '.join(t.__name__ for t in COMPOSERS)}.")
         composers.add(composer)
     if len(composers) > 1:
-        raise TypeError(
+        raise ArgumentTypeError(
             "compose_guarantees composes one family at a time; convert first (e.g. "
             "dpkit.guarantees.to_rdp or to_zcdp) so that every guarantee has one type."
         )

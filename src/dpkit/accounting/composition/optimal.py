@@ -36,7 +36,7 @@ from dpkit._math import Estimate, check_delta, check_epsilon
 from dpkit._math.directed import float_key, from_key
 from dpkit._math.precise import mp, to_float_down, to_float_up
 from dpkit.accounting.composition._common import check_count, expand, log1mexp_array
-from dpkit.errors import UnsupportedError
+from dpkit.errors import InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PureDP
 
 __all__ = ["compose_optimal", "compose_optimal_heterogeneous"]
@@ -241,7 +241,7 @@ def _solve(
     assert delta_total is not None
     target = check_delta(delta_total, "delta_total")
     if not table.delta_bounds(table.top)[1] <= target:  # the floor, rounded up
-        raise ValueError(
+        raise InvalidArgumentError(
             f"delta_total must be >= 1 - prod(1 - delta_i) = {table.floor!r} (the float at or above the "
             f"exact value), the delta of this composition at every epsilon; got {target}. No finite "
             "epsilon exists below it."
@@ -287,7 +287,7 @@ def _solve(
 
 def _check_target(delta_total: object, epsilon_total: object) -> None:
     if (delta_total is None) == (epsilon_total is None):
-        raise ValueError(
+        raise InvalidArgumentError(
             "give exactly one of delta_total (to get the smallest epsilon) and epsilon_total "
             f"(to get the smallest delta); got delta_total={delta_total!r}, epsilon_total={epsilon_total!r}."
         )

@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 from dpkit._math.directed import counted_sum_up_array
 from dpkit.accounting.composition._common import expand
 from dpkit.guarantees import RenyiDP
+from dpkit.errors import InvalidArgumentError
 
 __all__ = ["compose_rdp"]
 
@@ -92,7 +93,7 @@ def compose_rdp(curves: Sequence[object]) -> RenyiDP:
     for g in tables[1:]:
         common &= set(cast(tuple[float, ...], g.orders))
     if not common:
-        raise ValueError(
+        raise InvalidArgumentError(
             "the RDP tables share no order, so no order has a bound for every mechanism; "
             "build them on a common grid of orders."
         )

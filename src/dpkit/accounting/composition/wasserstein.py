@@ -21,6 +21,7 @@ from dpkit._math.directed import sqrt_up, up
 from dpkit._math.precise import mp, to_float_up
 from dpkit.accounting.composition._common import expand
 from dpkit.guarantees import WassersteinDP
+from dpkit.errors import InvalidArgumentError
 
 __all__ = ["PaperValue", "compose_wasserstein", "wdp_paper_value"]
 
@@ -73,7 +74,7 @@ def compose_wasserstein(guarantees: Sequence[object]) -> WassersteinDP:
     items = cast(list[tuple[WassersteinDP, int]], expand(guarantees, (WassersteinDP,), "compose_wasserstein"))
     orders = {g.p for g, _ in items}
     if len(orders) != 1:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"every WassersteinDP must have the same order p to compose; got orders {sorted(orders)}."
         )
     p = orders.pop()
@@ -168,7 +169,7 @@ def wdp_paper_value(order: float, scale: float, sensitivity: float, family: Fami
     """
     mu = check_finite("order", order)
     if not mu >= 1.0:
-        raise ValueError(f"order must be finite and >= 1; got {mu}.")
+        raise InvalidArgumentError(f"order must be finite and >= 1; got {mu}.")
     lam = check_positive("scale", scale)
     delta = check_positive("sensitivity", sensitivity)
     if family == "laplace":
@@ -179,7 +180,7 @@ def wdp_paper_value(order: float, scale: float, sensitivity: float, family: Fami
         value = 0.5 * (delta / lam) ** (1.0 / mu)
         formula = "0.5*(D/scale)**(1/order)"
     else:
-        raise ValueError(f"family must be 'laplace' or 'gaussian'; got {family!r}.")
+        raise InvalidArgumentError(f"family must be 'laplace' or 'gaussian'; got {family!r}.")
     return PaperValue(
         value=value,
         formula=formula,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, TypeVar
 
-from dpkit.errors import UnsupportedError
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 from dpkit.guarantees.definitions import WassersteinDP
 
 RdpMethod = Literal["cks", "mironov"]
@@ -29,10 +29,10 @@ def require(guarantee: object, cls: type[G], function: str) -> G:
     if isinstance(guarantee, WassersteinDP):
         raise UnsupportedError(WASSERSTEIN_REFUSAL)
     if not isinstance(guarantee, cls):
-        raise TypeError(f"{function} needs a {cls.__name__}; got {type(guarantee).__name__}.")
+        raise ArgumentTypeError(f"{function} needs a {cls.__name__}; got {type(guarantee).__name__}.")
     return guarantee
 
 
 def check_method(method: str, allowed: tuple[str, ...]) -> None:
     if method not in allowed:
-        raise ValueError(f"method must be one of {allowed}; got {method!r}.")
+        raise InvalidArgumentError(f"method must be one of {allowed}; got {method!r}.")

@@ -14,7 +14,7 @@ import math
 from functools import singledispatch
 
 from dpkit._math import check_delta
-from dpkit.errors import UnsupportedError
+from dpkit.errors import ArgumentTypeError, UnsupportedError
 from dpkit.guarantees.conversions._common import WASSERSTEIN_REFUSAL, require
 from dpkit.guarantees.conversions.gaussian import (
     gdp_to_approx_dp,
@@ -88,8 +88,8 @@ def profile_to_approx_dp(profile: PrivacyProfile, *, delta: float) -> ApproxDP:
     return ApproxDP(epsilon=epsilon, delta=target)
 
 
-def _unknown(guarantee: object, function: str) -> TypeError:
-    return TypeError(f"{function} does not know {type(guarantee).__name__}; pass a dpkit guarantee.")
+def _unknown(guarantee: object, function: str) -> ArgumentTypeError:
+    return ArgumentTypeError(f"{function} does not know {type(guarantee).__name__}; pass a dpkit guarantee.")
 
 
 @singledispatch
