@@ -148,23 +148,27 @@ def window_ranking(k: int) -> str:
 
 
 def threshold_ranking(k: int) -> str:
-    """The same ``kept`` as :func:`window_ranking` without a window (DuckDB: about 2x faster at 10^7 partitions).
+    """The same ``kept`` as :func:`window_ranking` without a window (DuckDB; issue 16).
 
-    A unit with at most ``k`` partitions keeps them all (a per-unit ``COUNT`` joined back, both hash
-    operations).  For the others, the ``k + 1`` smallest order values (``min(x, n)``, a hash aggregate, no
-    sort): a partition is kept if its value is below the k-th smallest, or equal to it and the (k+1)-th is
-    larger.  Where two of one unit's partitions tie at the k-th place (a hash collision), neither tied one
-    is kept: the unit keeps fewer than ``k`` partitions, never more, and which it keeps depends on its own
-    rows only.
+    One hash aggregate per unit over its partitions gives its partition count ``c`` and, only where
+    ``c > k``, ``t``: the ``(k + 1)``-th smallest order value (``list_sort`` of the unit's order values; a
+    unit with at most ``k`` partitions sorts nothing).  One hash join brings ``t`` back to the unit's
+    partitions, and a partition is kept if ``c <= k`` or its order value is below ``t``.
+
+    Kept partitions: with distinct order values, exactly the ``k`` first in the order (the window's).
+    Where order values tie at the ``k``-th place (a hash collision), every partition tied with the
+    ``(k + 1)``-th is dropped, so the unit keeps fewer than ``k`` partitions, never more: the rule
+    "below the ``k``-th, or equal to it and the ``(k + 1)``-th is larger" of the earlier two-pass form,
+    which is the same set (a value below the ``(k + 1)``-th smallest is at most the ``k``-th smallest,
+    and equals it only when the ``(k + 1)``-th is larger).  What a unit keeps is a function of its own
+    partitions only (its order values are of its own unit, keys and the salt).
     """
     k = int(k)
     return (f"ranked AS (SELECT *, {_ORDER} AS __ord FROM per_pu), "
-            f"__np AS (SELECT __u, COUNT(*) AS __c FROM per_pu GROUP BY __u), "
-            f"__j AS (SELECT ranked.*, __np.__c FROM ranked JOIN __np ON ranked.__u = __np.__u), "
-            f"__thr AS (SELECT __u, min(__ord, {k + 1}) AS __l FROM __j WHERE __c > {k} GROUP BY __u), "
-            f"kept AS (SELECT * FROM __j WHERE __c <= {k} UNION ALL SELECT __j.* FROM __j JOIN __thr "
-            f"ON __j.__u = __thr.__u WHERE __j.__ord < __thr.__l[{k}] "
-            f"OR (__j.__ord = __thr.__l[{k}] AND __thr.__l[{k + 1}] > __thr.__l[{k}]))")
+            f"__thr AS (SELECT __u, CASE WHEN COUNT(*) > {k} THEN list_sort(list(__ord))[{k + 1}] END AS __t "
+            f"FROM ranked GROUP BY __u), "
+            f"kept AS (SELECT ranked.* FROM ranked JOIN __thr ON ranked.__u = __thr.__u "
+            f"WHERE __thr.__t IS NULL OR ranked.__ord < __thr.__t)")
 
 
 def _finish(sql: str, dialect: str) -> str:

@@ -1,0 +1,95 @@
+"""The query engine's scale rewrites (issue 16) keep exactly what the plain formulations keep.
+
+* The DuckDB ranking without a window (:func:`dpkit.query._compile.threshold_ranking`) keeps the same
+  (unit, partition) rows as the window formulation (:func:`~dpkit.query._compile.window_ranking`,
+  what every engine ran before and Spark runs) on a random table of a few thousand units, both SQL forms
+  run by DuckDB; under forced ties it keeps what the earlier two-pass threshold form kept (reproduced
+  here verbatim as the reference); and a neighbouring table (one unit's rows removed or changed) changes
+  only that unit's kept rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpkit.query._compile import threshold_ranking, window_ranking
+
+ORDER = "__dpkit_partition_order__"
+
+
+def _two_pass_threshold(k: int) -> str:
+    """The earlier DuckDB form (before issue 16): a per-unit count joined back, then the k+1 smallest."""
+    return (f"ranked AS (SELECT *, {ORDER} AS __ord FROM per_pu), "
+            f"__np AS (SELECT __u, COUNT(*) AS __c FROM per_pu GROUP BY __u), "
+            f"__j AS (SELECT ranked.*, __np.__c FROM ranked JOIN __np ON ranked.__u = __np.__u), "
+            f"__thr AS (SELECT __u, min(__ord, {k + 1}) AS __l FROM __j WHERE __c > {k} GROUP BY __u), "
+            f"kept AS (SELECT * FROM __j WHERE __c <= {k} UNION ALL SELECT __j.* FROM __j JOIN __thr "
+            f"ON __j.__u = __thr.__u WHERE __j.__ord < __thr.__l[{k}] "
+            f"OR (__j.__ord = __thr.__l[{k}] AND __thr.__l[{k + 1}] > __thr.__l[{k}]))")
+
+
+def _table(seed: int, units: int = 3000, keys: int = 400) -> list[tuple[int, int, int]]:
+    """(unit, key, n) rows, one per (unit, partition): partition counts from 1 to 40 per unit."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for u in range(units):
+        c = int(rng.integers(1, min(40, keys) + 1))
+        for key in rng.choice(keys, size=c, replace=False).tolist():
+            rows.append((u, int(key), int(rng.integers(1, 9))))
+    return rows
+
+
+def _kept(ranking: str, order: str, rows: list[tuple[int, int, int]]) -> set[tuple[int, int, int]]:
+    import duckdb
+    import pyarrow as pa
+
+    con = duckdb.connect()
+    try:
+        u, k, n = (list(c) for c in zip(*rows))
+        con.register("per_pu_src", pa.table({"__u": u, "__k0": k, "__n": n}))
+        con.execute("CREATE TABLE per_pu AS SELECT * FROM per_pu_src")
+        sql = f"WITH {ranking} SELECT __u, __k0, __n FROM kept".replace(ORDER, order)
+        return {tuple(r) for r in con.execute(sql).fetchall()}  # type: ignore[misc]
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("k", [1, 3, 10, 39])
+@pytest.mark.parametrize("order", ["hash(__u, __k0, 'a1b2c3')", "md5(concat_ws('|', CAST(__u AS VARCHAR), "
+                                   "CAST(__k0 AS VARCHAR), 'a1b2c3'))"])
+def test_one_pass_ranking_keeps_the_windows_rows(k: int, order: str) -> None:
+    rows = _table(seed=k)
+    want = _kept(window_ranking(k), order, rows)
+    got = _kept(threshold_ranking(k), order, rows)
+    assert got == want
+    per_unit: dict[int, int] = {}
+    for u, _, _ in got:
+        per_unit[u] = per_unit.get(u, 0) + 1
+    assert max(per_unit.values()) <= k and len(per_unit) == len({r[0] for r in rows})
+
+
+@pytest.mark.parametrize("k", [1, 2, 5])
+def test_one_pass_ranking_under_ties_keeps_what_the_two_pass_form_kept(k: int) -> None:
+    """An order with many ties (forced collisions): the same rows as the earlier form, at most k a unit."""
+    rows = _table(seed=100 + k, units=500, keys=30)
+    order = "(__k0 % 4)"
+    got = _kept(threshold_ranking(k), order, rows)
+    assert got == _kept(_two_pass_threshold(k), order, rows)
+    for u in {r[0] for r in rows}:
+        mine = {r for r in rows if r[0] == u}
+        kept = {r for r in got if r[0] == u}
+        assert kept <= mine and len(kept) <= k
+        if len(mine) <= k:
+            assert kept == mine
+
+
+def test_a_neighbouring_table_changes_only_that_units_kept_rows() -> None:
+    rows = _table(seed=7, units=800)
+    order, k = "hash(__u, __k0, 'salt')", 4
+    base = _kept(threshold_ranking(k), order, rows)
+    for victim in (0, 17, 799):
+        for neighbour in ([r for r in rows if r[0] != victim],  # the unit removed
+                          [r for r in rows if r[0] != victim] + [(victim, key, 1) for key in range(1000, 1030)]):
+            got = _kept(threshold_ranking(k), order, neighbour)
+            assert {r for r in got if r[0] != victim} == {r for r in base if r[0] != victim}
