@@ -12,6 +12,8 @@ Contribution bounding by hash aggregation (no sort of the rows)::
     src    : each value cleaned (NULL or NaN -> NULL; else clamped to [lo, hi]); rows outside the
              public keys dropped
     per_pu : GROUP BY (unit, keys): n = COUNT(*) and the unit's partial sums in that partition
+             (with public keys, the main statement drops the groups outside them after this
+             aggregation: the same groups as dropping the rows first, on a smaller table)
     ranked : the unit's partitions ordered by a hash of (unit, keys, salt), a per-query random
              order that depends only on that unit's own rows; keep the first K (max_partitions)
     final  : GROUP BY keys: SUM over units of  min(n, L)  for COUNT(*), and of  w * partial  for
@@ -366,7 +368,15 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
         if v is not None:
             pu_cols.append(f"{partial[p](v)} AS {primitive_column(p, v)}")
     group_pu = ", ".join(["__u", *keys])
-    per_pu = f"SELECT {', '.join(pu_cols)} FROM src GROUP BY {group_pu}"
+    if public_keys is not None and spec.keys:
+        # the same (unit, partition) rows as aggregating ``src`` (rows outside the public keys dropped first),
+        # since the keys are part of the group: the semi-join runs on the per-(unit, partition) table, never
+        # larger than the rows and much smaller where units have many rows a partition
+        on_pu = " AND ".join(f"__g.{k} IS NOT DISTINCT FROM __pk.c{i}" for i, k in enumerate(keys))
+        per_pu = (f"SELECT __g.* FROM (SELECT {', '.join(pu_cols)} FROM (SELECT {', '.join(select_src)} FROM raw_rows) "
+                  f"AS __all GROUP BY {group_pu}) AS __g SEMI JOIN {public_keys.relation} AS __pk ON {on_pu}")
+    else:
+        per_pu = f"SELECT {', '.join(pu_cols)} FROM src GROUP BY {group_pu}"
 
     n_public = public_keys.count if public_keys is not None and spec.keys else None
     bounded = bool(spec.keys) and (n_public is None or max_partitions < n_public)
