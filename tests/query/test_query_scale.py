@@ -50,7 +50,7 @@ def _kept(ranking: str, order: str, rows: list[tuple[int, int, int]]) -> set[tup
         con.register("per_pu_src", pa.table({"__u": u, "__k0": k, "__n": n}))
         con.execute("CREATE TABLE per_pu AS SELECT * FROM per_pu_src")
         sql = f"WITH {ranking} SELECT __u, __k0, __n FROM kept".replace(ORDER, order)
-        return {tuple(r) for r in con.execute(sql).fetchall()}  # type: ignore[misc]
+        return {(int(r[0]), int(r[1]), int(r[2])) for r in con.execute(sql).fetchall()}
     finally:
         con.close()
 
