@@ -19,6 +19,9 @@ median of ``--repeats`` after one warm-up, except the 10^9-row rows, which run o
   context with the same 10^6 keys (``with_keys``).
 * ``keys``: 10^4, 10^5 and 10^6 public keys on the same table: dpkit's first plan (registers the keys)
   and the query.
+* ``paired``: the ``groups`` table; plain, floor, dpkit private selection and dpkit with 10^6 public keys
+  taken in turn in one process, ``--repeats`` rounds after one warm-up round, each ratio the median of
+  the per-round ratios (on shared cores the load drifts between the separate rows above).
 * ``rows``: ``--big-rows`` (10^8; ``--huge`` adds 10^9) rows, 10^6 units, 100 categories, each unit with
   3 favourite categories holding ~90% of its rows, written once to Parquet (row groups of 2^20 rows) and
   read in place.  dpkit with 100 public keys and with private selection, ``max_partitions=3``,
@@ -114,6 +117,43 @@ timing, out = _timed(once, P["repeats"], P["warmup"])
 RESULT = {**timing, "groups": out.height}
 """
 
+PAIRED = """
+# plain, floor, dpkit private selection and dpkit with 10^6 public keys, taken in turn in one process (round
+# after round), so that each round's ratios compare runs made moments apart: on shared cores the load moves
+# between the subprocess rows above, and a ratio of medians taken minutes apart carries that drift
+import tempfile
+import duckdb
+from dpkit.guarantees import ApproxDP
+from dpkit.query import Session
+d = tempfile.mkdtemp(prefix="dpkit-bench-scale-")
+con = duckdb.connect()
+con.execute("SET preserve_insertion_order = false")
+con.execute(f"SET memory_limit = '{P['memory_limit']}'")
+con.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet('{P['path']}')")
+k, u = P["key"], P["unit"]
+plain = f"SELECT {k}, COUNT(*) AS n FROM t GROUP BY {k}"
+floor = (f"SELECT {k}, COUNT(*) AS units, SUM(n) AS n FROM (SELECT {u}, {k}, COUNT(*) AS n FROM t GROUP BY {u}, {k}) "
+         f"GROUP BY {k}")
+s = Session(con, table="t", privacy_unit=u, ledger=os.path.join(d, "ledger.db"),
+            budget=ApproxDP(epsilon=1e9, delta=0.5), max_partitions=P["max_partitions"], max_rows=P["max_rows"])
+sel = dict(epsilon=1.0, bounding_report=False, delta=1e-6)
+keys = dict(epsilon=1.0, bounding_report=False, keys={k: list(range(P["keys"]))})
+s.plan(plain, **keys)  # registers the keys once
+cases = {"plain": lambda: con.sql(plain).to_arrow_table(), "floor": lambda: con.sql(floor).to_arrow_table(),
+         "selection": lambda: s.sql(plain, **sel), "keys": lambda: s.sql(plain, **keys)}
+runs = {name: [] for name in cases}
+for r in range(P["repeats"] + P["warmup"]):
+    for name, fn in cases.items():
+        t = time.perf_counter()
+        fn()
+        if r >= P["warmup"]:
+            runs[name].append(time.perf_counter() - t)
+ratio = {f"{n}/{b}": statistics.median(x / y for x, y in zip(runs[n], runs[b]))
+         for n in ("selection", "keys") for b in ("plain", "floor")}
+RESULT = {"runs": runs, "median_s": {n: statistics.median(v) for n, v in runs.items()}, "ratios": ratio}
+s.close()
+"""
+
 GEN_GROUPS = """
 import duckdb
 con = duckdb.connect()
@@ -163,7 +203,7 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=10**7, help="rows of the 10^6-group table")
     ap.add_argument("--big-rows", type=int, default=10**8, help="rows of the 100-category table")
     ap.add_argument("--huge", action="store_true", help="also 10^9 rows (about 20 GB of Parquet, run once)")
-    ap.add_argument("--only", choices=["groups", "keys", "rows"], help="one scenario")
+    ap.add_argument("--only", choices=["groups", "keys", "rows", "paired"], help="one scenario")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--data-dir", default=str(Path.home() / ".cache" / "dpkit-bench"))
     ap.add_argument("--memory-limit", default="12GB", help="DuckDB's memory_limit for every row (it spills beyond)")
@@ -211,6 +251,24 @@ def main() -> int:
             for nk in (10**4, 10**5, 10**6):
                 row("keys", f"dpkit {nk:.0e} public keys", _run(DPKIT, {**common, "keys": nk}, "dpkit-keys",
                                                                   timeout=1800, memory_gib=16), ref)
+    if args.only in (None, "paired"):
+        path = data / f"scale-groups-v{GENERATOR_VERSION}-{args.rows}.parquet"
+        base = dict(path=str(path), rows=args.rows, units=10**6, groups=10**6, unit="uid", key="g",
+                    memory_limit=args.memory_limit)
+        _ensure(path, GEN_GROUPS, base, 3600)
+        res = _run(PAIRED, {**base, **rep, "keys": 10**6, "max_partitions": 10, "max_rows": 5}, "paired",
+                   timeout=3600, memory_gib=16)
+        results["paired"] = res
+        if res.get("error"):
+            lines.append(["paired", "error", "-", "-", "-", "-", res["error"]])
+        else:
+            med = res["median_s"]
+            for n in ("plain", "floor", "selection", "keys"):
+                rs = ", ".join(f"{res['ratios'][f'{n}/{b}']:.2f}x {b}" for b in ("plain", "floor")
+                               if f"{n}/{b}" in res["ratios"]) or "-"
+                lines.append(["paired", n, H.fmt_time(med[n]), rs, "-", H.fmt_bytes(res.get("peak_rss_bytes")),
+                              "runs " + ", ".join(f"{x:.2f}" for x in res["runs"][n])])
+                print(f"   paired   {n:44s} {H.fmt_time(med[n]):>10s}  {rs}", flush=True)
     if args.only in (None, "rows"):
         for n in [args.big_rows] + ([10**9] if args.huge else []):
             path = data / f"scale-rows-v{GENERATOR_VERSION}-{n}.parquet"
@@ -232,6 +290,7 @@ def main() -> int:
     md = "\n\n".join([
         "# dpkit.query at scale (issue 16)",
         H.environment_markdown(env),
+        "paired: ratios are medians of per-round ratios (the four runs of a round are taken in turn). "
         "Medians of the stated repeats after one warm-up (10^9 rows: one cold run). Ratios to the raw DuckDB "
         "limits of the same run: plain = GROUP BY key; floor = GROUP BY (unit, key) then key. Every row: DuckDB "
         f"with memory_limit = {args.memory_limit} (spilling beyond it) and preserve_insertion_order = false. "
