@@ -72,8 +72,9 @@ def post_process(spec: QuerySpec, rows: list[tuple[Any, ...]], values: dict[str,
     agg_names = [a.name for a in spec.aggregates]
     n = len(rows)
     cols: dict[str, Any] = {"__row": pa.array(np.arange(n, dtype=np.int64))}
+    by_key = list(zip(*rows)) if rows else [()] * len(key_names)  # one transposition at C speed
     for i, name in enumerate(key_names):
-        cols[name] = pa.array([r[i] for r in rows])
+        cols[name] = pa.array(list(by_key[i]))
     lo_of, hi_of = {}, {}
     for j, name in enumerate(agg_names):
         integer = kinds[name] in ("count", "count_units", "count_distinct")
