@@ -133,7 +133,7 @@ def test_dpsgd_interval_agrees_with_the_untilted_fft_path():
     """Two code paths, each certified: their intervals must intersect, and the tilted one is narrow."""
     iv = dpsgd_epsilon(sigma=1.0, sampling_rate=0.01, steps=1000, delta=1e-5)
     P, Q = Gaussian(0, 1), Gaussian(1, 1)
-    from dpkit.accounting.pld import pld_poisson_subsampled
+    from dpkit.accounting.subsampling import pld_poisson_subsampled
 
     hi = max(float(pld_poisson_subsampled(P, Q, sampling_rate=0.01, direction=d, grid=1e-4).self_compose(1000)
                    .epsilon(1e-5)) for d in ("remove", "add"))

@@ -123,7 +123,7 @@ def _mixture_hockey_mpmath(q, sigma, eps, direction):
 @pytest.mark.parametrize("direction", ["remove", "add"])
 @pytest.mark.parametrize("eps", [0.05, 0.3])
 def test_poisson_subsampled_gaussian_single_step_brackets_quadrature(direction, eps):
-    from dpkit.accounting.pld import pld_poisson_subsampled
+    from dpkit.accounting.subsampling import pld_poisson_subsampled
 
     exact = float(_mixture_hockey_mpmath(0.1, 1.0, eps, direction))
     hi = pld_poisson_subsampled(Gaussian(0, 1), Gaussian(1, 1), sampling_rate=0.1, direction=direction, grid=1e-4)
@@ -149,7 +149,7 @@ def test_subsampled_gaussian_rdp_integer_orders_mtz(alpha):
 
 
 def test_subsampled_pld_is_below_rdp_and_interval_is_ordered():
-    from dpkit.accounting.pld import subsampled_epsilon_interval
+    from dpkit.accounting.subsampling import subsampled_epsilon_interval
     import mpmath as mp
 
     q, s, k, delta = 0.01, 1.0, 100, 1e-5

@@ -161,7 +161,7 @@ def test_approx_max_closed_forms_match_exact_atoms(t, D, delta):
     """Discrete Laplace (segment inversion) and discrete Gaussian (atoms) against the level-set
     maximum over their exact atoms (Def 3.6), and Gaussian (Newton) against bisection."""
     closed = float(approx_max_divergence(DiscreteLaplace(0, t), DiscreteLaplace(D, t), delta))
-    atoms = DiscreteLaplaceShift(D, t)._atoms()
+    atoms = DiscreteLaplaceShift(D, t).atoms()
     from dpkit.divergences._finite import approx_max_divergence as level_sets
 
     assert closed == pytest.approx(float(level_sets(atoms, delta)), rel=1e-12, abs=1e-12)

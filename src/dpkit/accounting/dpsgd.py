@@ -84,7 +84,7 @@ def _check_steps(t: object, name: str = "steps") -> int:
     return int(t)
 
 
-def _check_scheme(sampling: object, neighboring: object) -> tuple[str, str]:
+def check_scheme(sampling: object, neighboring: object) -> tuple[str, str]:
     s = str(getattr(sampling, "value", sampling))
     n = str(getattr(neighboring, "value", neighboring))
     if s not in ("poisson", "without_replacement"):
@@ -116,7 +116,7 @@ class DPSGDStep:
         object.__setattr__(self, "sigma", _check_sigma(self.sigma))
         object.__setattr__(self, "sampling_rate", _check_rate(self.sampling_rate))
         object.__setattr__(self, "steps", _check_steps(self.steps))
-        _check_scheme(self.sampling, self.neighboring)
+        check_scheme(self.sampling, self.neighboring)
 
     @property
     def name(self) -> str:
@@ -172,7 +172,7 @@ def _schedule(sigma: object, sampling_rate: object, steps: object, schedule: Seq
         return phases
     if sigma is None or sampling_rate is None or steps is None:
         raise InvalidArgumentError("give sigma, sampling_rate and steps (or a schedule).")
-    s, n = _check_scheme(sampling, neighboring)
+    s, n = check_scheme(sampling, neighboring)
     return [DPSGDStep(sigma=sigma, sampling_rate=sampling_rate, steps=steps,  # type: ignore[arg-type]
                       sampling=s, neighboring=n)]  # type: ignore[arg-type]
 
@@ -412,7 +412,7 @@ def calibrate_sigma(*, epsilon: float, delta: float, sampling_rate: float, steps
     q = _check_rate(sampling_rate)
     t = _check_steps(steps)
     s_max = check_positive("sigma_max", sigma_max)
-    s, n = _check_scheme(sampling, neighboring)
+    s, n = check_scheme(sampling, neighboring)
 
     def phase(sig: float) -> DPSGDStep:
         return DPSGDStep(sigma=sig, sampling_rate=q, steps=t, sampling=s, neighboring=n)  # type: ignore[arg-type]
@@ -542,7 +542,7 @@ def calibrate_sampling_rate(*, epsilon: float, delta: float, sigma: float, steps
     e, d = _check_target(epsilon, delta)
     sig = _check_sigma(sigma)
     t = _check_steps(steps)
-    s, n = _check_scheme(sampling, neighboring)
+    s, n = check_scheme(sampling, neighboring)
 
     def phase(q: float) -> DPSGDStep:
         return DPSGDStep(sigma=sig, sampling_rate=q, steps=t, sampling=s, neighboring=n)  # type: ignore[arg-type]
@@ -587,7 +587,7 @@ def calibrate_steps(*, epsilon: float, delta: float, sigma: float, sampling_rate
     e, d = _check_target(epsilon, delta)
     sig = _check_sigma(sigma)
     q = _check_rate(sampling_rate)
-    s, n = _check_scheme(sampling, neighboring)
+    s, n = check_scheme(sampling, neighboring)
 
     def phase(t: int) -> DPSGDStep:
         return DPSGDStep(sigma=sig, sampling_rate=q, steps=t, sampling=s, neighboring=n)  # type: ignore[arg-type]

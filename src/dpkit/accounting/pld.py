@@ -52,9 +52,9 @@ from scipy import fft as sp_fft
 from dpkit._math import Estimate, check_delta, check_finite, check_positive
 from dpkit.accounting._pld_discretize import LossLaw, discretize, discretize_law, gaussian_law, laplace_law
 from dpkit.distributions import Distribution
-from dpkit.divergences._closed import DiscreteGaussianShift, DiscreteLaplaceShift, GaussianShift, LaplaceShift
-from dpkit.divergences._dispatch import evaluator
-from dpkit.divergences._numeric import FinitePair
+from dpkit.divergences.pairs import DiscreteGaussianShift, DiscreteLaplaceShift, GaussianShift, LaplaceShift
+from dpkit.divergences import evaluator
+from dpkit.divergences.pairs import FinitePair
 from dpkit.errors import UnsupportedError
 
 __all__ = ["PLD", "Interval", "aligned_grid", "compose_many", "default_grid", "delta_interval", "epsilon_interval",
@@ -476,7 +476,7 @@ def _pair_plds(P: Distribution, Q: Distribution, grid: float, tail: float,
             return tuple(_from_atoms(np.zeros(1), np.ones(1), 0.0, grid, w, tail) for w in which)
         return _from_law(gaussian_law(ev.mu, tail), grid, tail, which)
     if isinstance(ev, DiscreteLaplaceShift):
-        arrays = ev._atoms()
+        arrays = ev.atoms()
         loss, mass, inf = arrays.loss, arrays.p_live, arrays.mass_inf
     elif isinstance(ev, DiscreteGaussianShift):
         reach = int(math.ceil(39.0 * ev.sigma)) + 2 + ev.d
@@ -648,8 +648,3 @@ def delta_interval(P: Distribution, Q: Distribution, *, k: int = 1, epsilon: flo
     upper = max(hi.delta(e) for hi, _ in plds)
     lower = max(lo.delta(e) for _, lo in plds)
     return _interval(float(lower), float(upper), "delta")
-
-
-# amplification by subsampling lives in its own module; re-exported here (the package imports this
-# module first, so the cycle resolves)
-from dpkit.accounting.subsampling import pld_poisson_subsampled, subsampled_epsilon_interval  # noqa: E402

@@ -71,9 +71,9 @@ from dpkit._math import check_delta, check_positive
 from dpkit.accounting._pld_discretize import LossLaw, gaussian_law, laplace_law
 from dpkit.accounting.pld import PLD, Interval, _check_grid_tail, _check_k, _from_law, _loss_scale, default_grid
 from dpkit.distributions import Distribution
-from dpkit.divergences._closed import DiscreteLaplaceShift, GaussianShift, LaplaceShift
-from dpkit.divergences._dispatch import evaluator
-from dpkit.divergences._numeric import FinitePair
+from dpkit.divergences.pairs import DiscreteLaplaceShift, GaussianShift, LaplaceShift
+from dpkit.divergences import evaluator
+from dpkit.divergences.pairs import FinitePair
 from dpkit.errors import InvalidArgumentError, UnsupportedError
 
 __all__ = ["SubsampledInterval", "pld_poisson_subsampled", "pld_subsampled", "subsampled_epsilon_interval",
@@ -162,7 +162,7 @@ def _base_law(P: Distribution, Q: Distribution, tail: float) -> LossLaw:
     if isinstance(ev, LaplaceShift) and ev.t > 0:
         return laplace_law(ev.t)
     if isinstance(ev, DiscreteLaplaceShift) and ev.d != 0:
-        arrays = ev._atoms()
+        arrays = ev.atoms()
         return _atoms_law(arrays.p, arrays.q)
     if isinstance(ev, FinitePair):
         return _atoms_law(ev.arrays.p, ev.arrays.q)

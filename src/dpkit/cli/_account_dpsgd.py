@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from dpkit.cli._table import fmt_number, render
+from dpkit._table import fmt_number, render
 from dpkit.errors import InvalidArgumentError
 
 

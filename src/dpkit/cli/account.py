@@ -9,7 +9,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING, Literal
 
-from dpkit.cli._table import fmt_number, render
+from dpkit._table import fmt_number, render
 from dpkit.errors import InvalidArgumentError
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ import argparse
 import math
 
 from dpkit._math import Estimate
-from dpkit.cli._table import fmt_number, render
+from dpkit._table import fmt_number, render
 from dpkit.distributions import Bernoulli, DiscreteGaussian, DiscreteLaplace, Distribution, Finite, Gaussian, Laplace
 from dpkit.divergences import (
     approx_max_divergence,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from dpkit.cli._table import fmt_number
+from dpkit._table import fmt_number
 
 MECHANISMS = ("laplace", "gaussian", "geometric", "discrete-gaussian")
 

@@ -27,7 +27,7 @@ from dpkit.distributions import (
     Gaussian,
     Laplace,
 )
-from dpkit.distributions._theta import second_moment
+from dpkit.distributions.theta import second_moment
 from dpkit.divergences._dispatch import evaluator
 from dpkit.errors import InvalidArgumentError, UnsupportedError
 

@@ -19,13 +19,13 @@ from numpy.typing import ArrayLike
 from dpkit._math import Estimate, check_delta, check_epsilon, check_positive
 from dpkit.distributions import DiscreteGaussian as _DGauss
 from dpkit.distributions import DiscreteLaplace as _DLap
-from dpkit.divergences._closed import DiscreteGaussianShift
+from dpkit.divergences.pairs import DiscreteGaussianShift
 from dpkit.errors import InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PrivacyProfile, PureDP, RenyiDP, ZCDP
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, check_confidence
 from dpkit.mechanisms._discrete_gaussian_vector import WorstShiftProfile, max_square_norm, shift_classes
 from dpkit.mechanisms._grid import grid_interval, is_integral, noisy_grid, release_values
-from dpkit.mechanisms.gaussian import _bisect_sigma, analytic_gaussian_sigma, discrete_gaussian_half_width
+from dpkit.mechanisms.gaussian import bisect_sigma, analytic_gaussian_sigma, discrete_gaussian_half_width
 from dpkit.random import discrete_gaussian, discrete_laplace, is_insecure
 from dpkit.random import default_rng as _default_rng
 
@@ -192,9 +192,9 @@ class DiscreteGaussianMechanism(Mechanism):
                     ln = _DGauss(0, sig).log_normalizer
                     return float(DiscreteGaussianShift(shift, sig, ln).hockey_stick(eps)) <= dl
 
-                s = _bisect_sigma(ok, shift * math.sqrt(2.0 * math.log(1.25 / dl)) / min(eps, 1.0))
+                s = bisect_sigma(ok, shift * math.sqrt(2.0 * math.log(1.25 / dl)) / min(eps, 1.0))
             else:
-                s = _bisect_sigma(lambda sig: WorstShiftProfile(n, dimension, sig).meets(eps, dl),
+                s = bisect_sigma(lambda sig: WorstShiftProfile(n, dimension, sig).meets(eps, dl),
                                   analytic_gaussian_sigma(epsilon=eps, delta=dl, sensitivity=math.sqrt(n)))
         self._set("sensitivity", d)
         self._set("dimension", dimension)

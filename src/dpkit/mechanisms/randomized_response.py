@@ -41,7 +41,7 @@ from dpkit.guarantees import PureDP, WassersteinDP, ZCDP
 from dpkit.guarantees.conversions import pure_to_zcdp
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, check_confidence
 from dpkit.random import default_rng, is_insecure
-from dpkit.random._arith import LazyUniform, exp_neg_enclosure, floor_scaled
+from dpkit.random.exact import LazyUniform, exp_neg_enclosure, floor_scaled
 
 __all__ = ["FrequencyEstimate", "RandomizedResponse"]
 

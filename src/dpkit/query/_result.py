@@ -109,7 +109,7 @@ class QueryResult:
         return pd.DataFrame(self.to_dicts())
 
     def __str__(self) -> str:
-        from dpkit.cli._table import render
+        from dpkit._table import render
 
         headers = list(self.columns)
         keys = set(self.key_columns)
