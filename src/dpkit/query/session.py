@@ -386,11 +386,14 @@ class Session:
         plan_split = self._split(spec, values, eps, dl, k_eff, l_max, noise, split, select, selection,
                                  bool(bounding_report), rho=r)
         salt = secrets.token_hex(16)
-        compiled = compile_query(spec, privacy_unit=self.privacy_unit, values=values, max_partitions=k_max,
+        def build(relation: str) -> Compiled:
+            return compile_query(spec, privacy_unit=self.privacy_unit, values=values, max_partitions=k_max,
                                  max_rows=l_max, public_keys=public, salt=salt, buckets=buckets,
-                                 partition_order=partition_order, relation=self._backend.relation,
+                                 partition_order=partition_order, relation=relation,
                                  public=self._relations(), report=bool(bounding_report))
-        self._bind(compiled)
+
+        compiled = build(self._backend.relation)
+        self._bind(compiled, build)
         total_delta = math.fsum(m.delta for m in plan_split.measurements)
         if plan_split.selection is not None:
             total_delta += plan_split.selection.delta
@@ -545,15 +548,23 @@ class Session:
                 "A per-unit subquery (FROM (SELECT unit, ... GROUP BY unit)) has one row per unit and needs none.")
         return k, _check_int("max_rows", rows)
 
-    def _bind(self, compiled: Compiled) -> None:
+    def _bind(self, compiled: Compiled, build: Callable[[str], Compiled]) -> None:
         """Bind every statement of the plan against the schema, running nothing, so that an error the schema
-        alone determines (an unknown function, a type mismatch) is raised before anything is reserved."""
-        for statement in compiled.statements(self._backend.dialect):
-            try:
+        alone determines (an unknown function, a type mismatch) is raised before anything is reserved.
+
+        DuckDB also runs the plan, without its TRY wrappers, on an empty table of the same schema
+        (``build`` compiles the plan over another relation): some errors that depend on no row appear only
+        when a query runs (DuckDB 2 compiles a constant regex pattern then), and under TRY they would turn
+        into NULLs and a silently empty answer."""
+        try:
+            for statement in compiled.statements(self._backend.dialect):
                 self._backend.check(statement)
-            except Exception as exc:  # noqa: BLE001 - binding reads no row, so the engine's message is safe to show
-                raise ValueError(f"the {self.engine} engine cannot run this query ({type(exc).__name__}): "
-                                 f"{str(exc).strip()} Nothing was spent.") from None
+            if isinstance(self._backend, DuckDBBackend):
+                for statement in build(self._backend.empty_copy()).strict_statements("duckdb"):
+                    self._backend.run_on_empty(statement)
+        except Exception as exc:  # noqa: BLE001 - no row was read, so the engine's message is safe to show
+            raise ValueError(f"the {self.engine} engine cannot run this query ({type(exc).__name__}): "
+                             f"{str(exc).strip()} Nothing was spent.") from None
 
     def _values(self, spec: QuerySpec, bounds: dict[str, tuple[float, float]]) -> dict[str, ValueColumn]:
         if not isinstance(bounds, dict):
