@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -10,7 +9,7 @@ import pytest
 from scipy.optimize import brentq
 
 from dpkit.accounting.pld import Interval, delta_interval, epsilon_interval, pld_from_pair
-from dpkit.distributions import Bernoulli, DiscreteGaussian, DiscreteLaplace, Finite, Gaussian, Laplace
+from dpkit.distributions import Bernoulli, DiscreteLaplace, Finite, Gaussian, Laplace
 from dpkit.divergences import hockey_stick
 from dpkit.divergences._closed import gaussian_delta
 

@@ -9,7 +9,6 @@ privacy loss where it is random.
 from __future__ import annotations
 
 import ctypes
-import itertools
 import math
 import os
 import subprocess
@@ -20,7 +19,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import randomgen
 
 from dpkit.guarantees import PureDP
 from dpkit.mechanisms import DiscreteGaussianMechanism, Gaussian, Geometric, Laplace

@@ -122,7 +122,7 @@ def test_injection_through_aggregate_and_where_is_refused(neighbours: Callable, 
     attack = "x)) AS v, (SELECT MAX(x) FROM dpkit_source"
     spec = (QuerySpec(table="t", keys=(), aggregates=(Aggregate("sum", "s", expr=attack),))
             if field == "aggregate" else
-            QuerySpec(table="t", keys=(), aggregates=(Aggregate("count", "n"),), where=f"x > 0)); SELECT (1"))
+            QuerySpec(table="t", keys=(), aggregates=(Aggregate("count", "n"),), where="x > 0)); SELECT (1"))
     outcomes = [_outcome(lambda s=s: s.sql(spec, epsilon=1.0, bounds={"s": (0, 10)})) for s in (d, d2)]
     assert outcomes[0] == outcomes[1] and outcomes[0][0] in ("ValueError", "UnsupportedError")
     assert d.ledger.history() == () == d2.ledger.history()
