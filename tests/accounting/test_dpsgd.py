@@ -88,7 +88,9 @@ def laplace_2fold_log_delta(t: float, eps: float) -> mp.mpf:
         return 1 - mp.exp((x - t) / 2)
 
     total = d1(eps - t) / 2 + mp.exp(-t) / 2 * d1(eps + t)
-    total += mp.quad(lambda l: d1(eps - l) * mp.exp(-(t - l) / 2) / 4, [-t, eps - t, t] if -t < eps - t < t else [-t, t])
+    total += mp.quad(
+        lambda l: d1(eps - l) * mp.exp(-(t - l) / 2) / 4, [-t, eps - t, t] if -t < eps - t < t else [-t, t]
+    )
     return mp.log(total)
 
 

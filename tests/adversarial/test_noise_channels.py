@@ -152,7 +152,9 @@ def _frame(with_target: bool) -> pd.DataFrame:
 
 def _session(tmp_path: Path, with_target: bool) -> Session:
     name = "d" if with_target else "d_prime"
-    return Session(_frame(with_target), max_rows=1, privacy_unit="uid", ledger=tmp_path / f"{name}.db", budget=PureDP(100.0))
+    return Session(
+        _frame(with_target), max_rows=1, privacy_unit="uid", ledger=tmp_path / f"{name}.db", budget=PureDP(100.0)
+    )
 
 
 def _randomgen_parent(bit_generator: object) -> type:

@@ -57,8 +57,14 @@ def session(data, tmp_path_factory):  # noqa: ANN001, ANN201
     from dpkit.guarantees import ApproxDP
     from dpkit.query import Session
 
-    s = Session(to_arrow(data[0]), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path_factory.mktemp("noise") / "l.db",
-                budget=ApproxDP(epsilon=100.0, delta=1e-3))
+    s = Session(
+        to_arrow(data[0]),
+        max_partitions=1,
+        max_rows=1,
+        privacy_unit="uid",
+        ledger=tmp_path_factory.mktemp("noise") / "l.db",
+        budget=ApproxDP(epsilon=100.0, delta=1e-3),
+    )
     yield s
     s.close()
 
