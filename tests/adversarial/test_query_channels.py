@@ -115,7 +115,11 @@ def test_a_hand_built_spec_is_parsed_and_allow_listed_like_sql(neighbours: Calla
     seen = []
     for s in (d, d2):
         before = _ledger_bytes(s)
-        for call in (lambda: s.plan(spec, epsilon=1.0, delta=1e-6), lambda: s.sql(spec, epsilon=1.0, delta=1e-6)):
+        # each call runs within this iteration; s is bound all the same
+        for call in (
+            lambda s=s: s.plan(spec, epsilon=1.0, delta=1e-6),
+            lambda s=s: s.sql(spec, epsilon=1.0, delta=1e-6),
+        ):
             kind, message = _outcome(call)
             assert kind in ("ValueError", "UnsupportedError", "TypeError"), (kind, message)
             assert "123456" not in message
@@ -258,7 +262,10 @@ def test_every_value_the_engine_can_return_is_answered_on_both_tables(neighbours
                ("SELECT CAST(v AS HUGEINT) * 1000000000000 AS h, COUNT(*) AS n FROM t GROUP BY h", {"delta": 1e-6}),
                ("SELECT COUNT(v) AS c, SUM(v * 1e300) AS s FROM t", {"bounds": {"s": (-1e10, 1e10)}})]
     for query, kw in queries:
-        outcomes = [_outcome(lambda s=s: s.sql(query, epsilon=1.0, rng=insecure_seeded(3), **kw)) for s in (s_d, s_d2)]
+        outcomes = [
+            _outcome(lambda s=s, query=query, kw=kw: s.sql(query, epsilon=1.0, rng=insecure_seeded(3), **kw))
+            for s in (s_d, s_d2)
+        ]
         assert outcomes == [("answer", "")] * 2, (query, outcomes)
 
 
@@ -289,9 +296,8 @@ def test_an_exception_carries_no_trace_of_the_data(tmp_path: Path) -> None:
                 outcomes.append(("failure", str(e)))
             assert s.remaining() == PureDP(0.5)  # charged either way
         con.close()
-    assert (
-        outcomes[0][0] == "failure" and outcomes[1][0] == "answer"
-    )  # the curator's own view leaks; dpkit says no more
+    # the curator's own view leaks; dpkit says no more
+    assert outcomes[0][0] == "failure" and outcomes[1][0] == "answer"
 
 
 # ------------------------------------------------------------------ 5. a charged spend cannot be handed back
@@ -303,7 +309,7 @@ def test_a_progress_callback_cannot_abort_the_spend(neighbours: Callable) -> Non
     for s in (d, d2):
         aborted: list[int] = []
 
-        def attack(message: str, s: Session = s) -> None:
+        def attack(message: str, s: Session = s, aborted: list[int] = aborted) -> None:
             for entry in s.ledger.reserved_but_uncommitted():
                 s.ledger.abort(entry)
                 aborted.append(entry.id)
@@ -311,8 +317,8 @@ def test_a_progress_callback_cannot_abort_the_spend(neighbours: Callable) -> Non
                 raise RuntimeError("stop here")
 
         before = s.remaining()
-        kind, _ = _outcome(lambda: s.sql("SELECT k, COUNT(*) AS n FROM t GROUP BY k", epsilon=1.0, delta=1e-6,
-                                         progress=attack))
+        kind, _ = _outcome(lambda s=s, attack=attack: s.sql("SELECT k, COUNT(*) AS n FROM t GROUP BY k", epsilon=1.0,
+                                                            delta=1e-6, progress=attack))
         assert kind == "RuntimeError" and aborted == []
         assert float(s.remaining().epsilon) == pytest.approx(float(before.epsilon) - 1.0)
         (entry,) = s.ledger.history()

@@ -384,7 +384,8 @@ def test_pure_to_rdp_curve(eps, alpha):
 def _cks_min(rho: mp.mpf, delta: mp.mpf) -> mp.mpf:
     """min over alpha > 1 of CKS Cor 13 for alpha rho, by golden-section search in ln(alpha - 1)."""
     def f(t):
-        return (1 + mp.exp(t)) * rho + mp.log1p(-1 / (1 + mp.exp(t))) - (mp.log(delta) + mp.log(1 + mp.exp(t))) / mp.exp(t)
+        e = mp.exp(t)
+        return (1 + e) * rho + mp.log1p(-1 / (1 + e)) - (mp.log(delta) + mp.log(1 + e)) / e
 
     guess = mp.log(mp.sqrt(-mp.log(delta) / rho))
     lo, hi = guess - 15, guess + 15
@@ -540,8 +541,8 @@ def test_optimal_composition(eps, delta, k, frac):
         E = mp.mpf(eps)
         p = 1 / (1 + mp.exp(-E))
         s = mp.fsum(
-            mp.binomial(k, l) * p**l * (1 - p) ** (k - l) * max(mp.mpf(0), 1 - mp.exp(e_total - (2 * l - k) * E))
-            for l in range(k + 1)
+            mp.binomial(k, j) * p**j * (1 - p) ** (k - j) * max(mp.mpf(0), 1 - mp.exp(e_total - (2 * j - k) * E))
+            for j in range(k + 1)
         )
         keep = (1 - mp.mpf(delta)) ** k
         ref.check("compose_optimal delta", got, 1 - keep + keep * s)

@@ -114,9 +114,8 @@ def test_budget_goes_down_across_two_sessions_on_one_file(data: Path, tmp_path: 
     first = Session(
         data, max_partitions=1, max_rows=1, privacy_unit="uid", schema=SCHEMA, ledger=path, budget=PureDP(1.0)
     )
-    second = Session(
-        data, max_partitions=1, max_rows=1, privacy_unit="uid", schema=SCHEMA, ledger=path
-    )  # the stored budget
+    # the stored budget
+    second = Session(data, max_partitions=1, max_rows=1, privacy_unit="uid", schema=SCHEMA, ledger=path)
     try:
         first.sql(QUERY, epsilon=0.25, keys=KEYS, rng=insecure_seeded(0))
         assert second.remaining() == PureDP(0.75)
@@ -125,9 +124,10 @@ def test_budget_goes_down_across_two_sessions_on_one_file(data: Path, tmp_path: 
         with pytest.raises(BudgetExceededError):
             first.sql(QUERY, epsilon=0.5, keys=KEYS)
         with pytest.raises(ValueError, match="budget"):
+            # a different budget is refused
             Session(
                 data, max_partitions=1, max_rows=1, privacy_unit="uid", schema=SCHEMA, ledger=path, budget=PureDP(2.0)
-            )  # a different budget is refused
+            )
         assert [e.state for e in second.ledger.history()] == ["committed", "committed"]
     finally:
         first.close()
@@ -201,9 +201,8 @@ def test_sigkill_at_random_points_never_understates_the_spend(data: Path, tmp_pa
             assert ledger.spent() == PureDP((committed + reserved) * epsilon)  # a reserved row counts
             assert committed + reserved <= 32
         rest = (32 - committed - reserved) * epsilon
-        with Session(
-            data, max_partitions=1, max_rows=1, privacy_unit="uid", schema=SCHEMA, ledger=path
-        ) as s:  # exactly the rest is still there
+        # exactly the rest is still there
+        with Session(data, max_partitions=1, max_rows=1, privacy_unit="uid", schema=SCHEMA, ledger=path) as s:
             assert s.remaining() == PureDP(rest)
             with pytest.raises(BudgetExceededError):
                 s.sql(QUERY, epsilon=rest + epsilon, keys=KEYS)
