@@ -88,7 +88,9 @@ def laplace_2fold_log_delta(t: float, eps: float) -> mp.mpf:
         return 1 - mp.exp((x - t) / 2)
 
     total = d1(eps - t) / 2 + mp.exp(-t) / 2 * d1(eps + t)
-    total += mp.quad(lambda l: d1(eps - l) * mp.exp(-(t - l) / 2) / 4, [-t, eps - t, t] if -t < eps - t < t else [-t, t])
+    total += mp.quad(
+        lambda u: d1(eps - u) * mp.exp(-(t - u) / 2) / 4, [-t, eps - t, t] if -t < eps - t < t else [-t, t]
+    )
     return mp.log(total)
 
 
@@ -229,7 +231,7 @@ def test_fractional_orders_against_quadrature():
     for alpha in (1.5, 2.75, 10.3, 33.5):
         a = mp.mpf(alpha)
 
-        def f(z):
+        def f(z, a=a):  # called within this iteration; a bound here all the same
             m0 = mp.npdf(z, 0, s)
             mix = (1 - q) * m0 + q * mp.npdf(z, 1, s)
             return m0 * (mix / m0) ** a

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -10,7 +9,7 @@ import pytest
 from scipy.optimize import brentq
 
 from dpkit.accounting.pld import Interval, delta_interval, epsilon_interval, pld_from_pair
-from dpkit.distributions import Bernoulli, DiscreteGaussian, DiscreteLaplace, Finite, Gaussian, Laplace
+from dpkit.distributions import Bernoulli, DiscreteLaplace, Finite, Gaussian, Laplace
 from dpkit.divergences import hockey_stick
 from dpkit.divergences._closed import gaussian_delta
 
@@ -144,7 +143,9 @@ def test_subsampled_gaussian_rdp_integer_orders_mtz(alpha):
                          for j in range(alpha + 1))) / (alpha - 1)
     sm = mp.mpf(s)
     phi = lambda x, m: mp.exp(-((x - m) ** 2) / (2 * sm * sm)) / (sm * mp.sqrt(2 * mp.pi))  # noqa: E731
-    integral = mp.quad(lambda x: (q * phi(x, 1) + (1 - q) * phi(x, 0)) ** alpha * phi(x, 0) ** (1 - alpha), [-mp.inf, 0, 1, mp.inf])
+    integral = mp.quad(
+        lambda x: (q * phi(x, 1) + (1 - q) * phi(x, 0)) ** alpha * phi(x, 0) ** (1 - alpha), [-mp.inf, 0, 1, mp.inf]
+    )
     assert float(mtz) == pytest.approx(float(mp.log(integral) / (alpha - 1)), rel=1e-12)
 
 

@@ -48,8 +48,10 @@ def _release_integers(mechanism: Mechanism, value: ArrayLike, rng: np.random.Gen
         raise InvalidArgumentError(f"this mechanism releases {dimension} value(s); got {floats.size}. Build it with "
                          "dimension=<number of values> and the l2 sensitivity of the whole vector.")
     if not is_integral(floats, exact):
-        raise InvalidArgumentError("this mechanism releases integers; got a non-integer value (use Laplace or Gaussian). "
-                         "This message names no value or position.")
+        raise InvalidArgumentError(
+            "this mechanism releases integers; got a non-integer value (use Laplace or Gaussian). "
+            "This message names no value or position."
+        )
     gen = _default_rng() if rng is None else rng
     insecure = is_insecure(gen)  # before and after: a rewind since the last use is seen even on a replay
     noise = np.asarray(sample(floats.size, gen), dtype=np.int64).reshape(-1)
@@ -166,7 +168,9 @@ class DiscreteGaussianMechanism(Mechanism):
         d: float = _integer_sensitivity(sensitivity) if dimension == 1 else check_positive("sensitivity", sensitivity)
         n = int(d) ** 2 if dimension == 1 else max_square_norm(d)
         if n == 0:
-            raise InvalidArgumentError(f"sensitivity={d} is below 1: no integer vector is that close; nothing to protect.")
+            raise InvalidArgumentError(
+                f"sensitivity={d} is below 1: no integer vector is that close; nothing to protect."
+            )
         given = [x is not None for x in (sigma, rho, epsilon)]
         if sum(given) != 1 or (epsilon is None) != (delta is None):
             raise InvalidArgumentError("give exactly one of sigma, rho, or (epsilon and delta).")

@@ -135,7 +135,11 @@ class Gaussian(Mechanism):
         s2 = check_positive("sensitivity", sensitivity)
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
             raise InvalidArgumentError(f"dimension must be an integer >= 1; got {dimension!r}.")
-        if isinstance(granularity_bits, bool) or not isinstance(granularity_bits, int) or not 4 <= granularity_bits <= 20:
+        if (
+            isinstance(granularity_bits, bool)
+            or not isinstance(granularity_bits, int)
+            or not 4 <= granularity_bits <= 20
+        ):
             raise InvalidArgumentError(f"granularity_bits must be an integer in [4, 20]; got {granularity_bits!r}.")
         if calibration not in ("analytic", "classical"):
             raise InvalidArgumentError(f"calibration must be 'analytic' or 'classical'; got {calibration!r}.")
@@ -219,8 +223,12 @@ class Gaussian(Mechanism):
                 "the multivariate discrete Gaussian has no one-dimensional dominating pair; its guarantees "
                 "come from zCDP (rho = D^2 / (2 s^2), CKS 2020 Thm 14)."
             )
-        return DominatingPair(P=DiscreteGaussian(0, self.grid_sigma), Q=DiscreteGaussian(int(self.units), self.grid_sigma),
-                              symmetric=True, unit=self.grid)
+        return DominatingPair(
+            P=DiscreteGaussian(0, self.grid_sigma),
+            Q=DiscreteGaussian(int(self.units), self.grid_sigma),
+            symmetric=True,
+            unit=self.grid,
+        )
 
     @property
     def guarantee(self) -> ApproxDP | ZCDP:
