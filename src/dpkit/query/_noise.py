@@ -239,7 +239,8 @@ class Selection:
         k = self.partitions_per_unit
 
         def ok(sigma: float) -> bool:
-            return float(zcdp_to_approx_dp(ZCDP(k / (2.0 * sigma * sigma)), delta=self.delta / 2.0).epsilon) <= self.epsilon
+            got = zcdp_to_approx_dp(ZCDP(k / (2.0 * sigma * sigma)), delta=self.delta / 2.0)
+            return float(got.epsilon) <= self.epsilon
 
         return bisect_sigma(ok, math.sqrt(k) * math.sqrt(2.0 * math.log(1.25 / (self.delta / 2.0))) / self.epsilon)
 

@@ -44,7 +44,8 @@ import secrets
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import Any, cast
+from collections.abc import Callable
 
 import numpy as np
 from sqlglot import exp as _exp
@@ -55,7 +56,7 @@ from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP
 from dpkit.ledger import Ledger, SQLiteLedger, open_ledger
 from dpkit.query._backends import DuckDBBackend, SparkBackend, is_numeric_type
 from dpkit.query._compile import (Compiled, ValueColumn, compile_query, engine_sql, join_equalities, literal,
-                                  rows_source, transpile)
+                                  rows_source)
 from dpkit.mechanisms import Exponential, Geometric, Laplace
 from dpkit.query._noise import INTEGER_PRIMITIVES, Measurement, Selection, Split, epsilon_for_rho
 from dpkit.query._result import QueryResult, finish_aggregates, format_guarantee
@@ -202,7 +203,8 @@ class Session:
     """
 
     def __init__(self, data: Any, *, privacy_unit: str, ledger: str | os.PathLike[str] | SQLiteLedger,
-                 budget: PureDP | ApproxDP | ZCDP | GaussianDP | None = None, table: str = "t", engine: str | None = None,
+                 budget: PureDP | ApproxDP | ZCDP | GaussianDP | None = None, table: str = "t",
+                 engine: str | None = None,
                  spark: Any = None, schema: dict[str, str] | None = None, public: dict[str, Any] | None = None,
                  max_partitions: int | None = None, max_rows: int | None = None) -> None:
         if not isinstance(privacy_unit, str) or not privacy_unit:
@@ -315,8 +317,9 @@ class Session:
             if isinstance(budget, (PureDP, GaussianDP)):
                 raise UnsupportedError(
                     f"rho= gives a zCDP cost, which a {type(budget).__name__} budget cannot be charged ("
-                    f"{'a pure budget takes only pure-DP spends' if isinstance(budget, PureDP) else 'zCDP implies no Gaussian-DP bound'}"
-                    "). Give epsilon= (Laplace noise) instead, or use a ZCDP or ApproxDP budget.")
+                    + ("a pure budget takes only pure-DP spends" if isinstance(budget, PureDP)
+                       else "zCDP implies no Gaussian-DP bound")
+                    + "). Give epsilon= (Laplace noise) instead, or use a ZCDP or ApproxDP budget.")
             if delta:
                 raise ValueError("a query given rho= has no delta of its own; drop delta= (its (epsilon, delta) "
                                  "follows from the budget's conversion).")
@@ -692,7 +695,8 @@ class Session:
             missing = [p for p in parts if p not in weights]
             if unknown or missing:
                 raise ValueError(f"split must give a share to each of {parts}"
-                                 + (f"; unknown {unknown}" if unknown else "") + (f"; missing {missing}" if missing else ""))
+                                 + (f"; unknown {unknown}" if unknown else "")
+                                 + (f"; missing {missing}" if missing else ""))
             try:
                 w = {p: float(weights[p]) for p in parts}
             except (TypeError, ValueError):
@@ -768,7 +772,8 @@ class Session:
                     continue
                 l1 = k * float(bound)
                 if p in INTEGER_PRIMITIVES:
-                    e = epsilon_for_rho(r_each, lambda x, s=int(round(l1)): Geometric(sensitivity=s, epsilon=x))
+                    s_int = round(l1)
+                    e = epsilon_for_rho(r_each, lambda x, s=s_int: Geometric(sensitivity=s, epsilon=x))
                     kind = "geometric"
                 else:
                     e = epsilon_for_rho(r_each, lambda x, s=l1: Laplace(sensitivity=s, epsilon=x))
@@ -882,7 +887,8 @@ class Session:
         if not 0.0 < confidence < 1.0:
             raise ValueError(f"confidence must be in (0, 1); got {confidence!r}.")
         if rng is not None and not isinstance(rng, np.random.Generator):
-            raise TypeError(f"rng must be a numpy Generator (or None for the secure default); got {type(rng).__name__}.")
+            raise TypeError(
+                f"rng must be a numpy Generator (or None for the secure default); got {type(rng).__name__}.")
         label = plan.spec.text if len(plan.spec.text) <= 200 else plan.spec.text[:197] + "..."
         meta = {"engine": self.engine, "split": {k: list(v) for k, v in plan.split.shares().items()},
                 "max_partitions": plan.max_partitions, "max_rows": plan.max_rows}
@@ -980,8 +986,9 @@ class Session:
         any query (public bins, ``max_partitions`` bins a unit, ``max_rows`` rows a bin, geometric noise),
         and the bounds are the outer edges of the first and last bins at which the noisy counts, summed
         from either end, reach ``tail`` of their total, counting only bins above the level that noise alone
-        reaches with probability 5% over all bins: post-processing, so the guarantee is the histogram's.  In the spirit of Tumult Analytics' ``get_bounds`` and of the binary-magnitude
-        histograms of Wilson et al. 2020 (PoPETs), sec. 5.
+        reaches with probability 5% over all bins: post-processing, so the guarantee is the histogram's.  In
+        the spirit of Tumult Analytics' ``get_bounds`` and of the binary-magnitude histograms of Wilson et
+        al. 2020 (PoPETs), sec. 5.
 
         Parameters
         ----------
@@ -1094,10 +1101,11 @@ def _as_number(x: object, temporal: str | None) -> float:
 
     if temporal is not None and not isinstance(x, (int, float)):
         if isinstance(x, str):
-            x = dt.datetime.fromisoformat(x) if temporal == "timestamp" or "T" in x or " " in x else dt.date.fromisoformat(x)
+            x = (dt.datetime.fromisoformat(x) if temporal == "timestamp" or "T" in x or " " in x
+                 else dt.date.fromisoformat(x))
         if isinstance(x, dt.datetime):
             if x.tzinfo is not None:
-                x = x.astimezone(dt.timezone.utc).replace(tzinfo=None)
+                x = x.astimezone(dt.UTC).replace(tzinfo=None)
             return (x - dt.datetime(1970, 1, 1)).total_seconds() if temporal == "timestamp" else float(
                 (x.date() - dt.date(1970, 1, 1)).days)
         if isinstance(x, dt.date):
