@@ -140,7 +140,8 @@ class Accountant:
         self._adaptive = adaptive
         self._rule = _rule(self._budget, filter)
         self._state = AccountingState()
-        self._spends: tuple[Spend, ...] = ()
+        self._spends: list[Spend] = []  # appended to (O(1) per spend); read through ``spends`` as a tuple
+        self._pure_left: tuple[FilterSet, float] | None = None  # _largest_pure of one (immutable) rule, memoised
         self._allowance: tuple[int, str, int] | None = None  # (state entries, item key, copies certified)
 
     # ---- state ------------------------------------------------------------------------------
@@ -155,7 +156,7 @@ class Accountant:
     @property
     def spends(self) -> tuple[Spend, ...]:
         """What has been spent, in order (an immutable tuple)."""
-        return self._spends
+        return tuple(self._spends)
 
     @property
     def state(self) -> AccountingState:
@@ -230,13 +231,20 @@ class Accountant:
         """Record a spend if it fits, else raise BudgetExceededError leaving everything unchanged.
 
         Returns the remaining budget (:meth:`remaining`)."""
+        self.admit(item, count=count, label=label)
+        return self.remaining()
+
+    def admit(self, item: object, *, count: int = 1, label: str | None = None) -> None:
+        """:meth:`spend` without computing what remains: O(1) in the history, for a caller spending in a loop
+        (under an ApproxDP budget :meth:`remaining` searches for the largest pure epsilon still admitted).
+
+        Raises BudgetExceededError (or UnsupportedError) and changes nothing if the spend does not fit."""
         it = as_item(item, label=label)
         n = _check_count(count)
         state, rule, allowance = self._decide(it, n)
-        # the one commit
-        self._state, self._rule, self._allowance, self._spends = (
-            state, rule, allowance, self._spends + (Spend(item, n, label or it.label),))
-        return self.remaining()
+        # the one commit (the append cannot fail once the new state and rule exist)
+        self._state, self._rule, self._allowance = state, rule, allowance
+        self._spends.append(Spend(item, n, label or it.label))
 
     def remaining(self) -> Any:
         """What is left, in the budget's family.
@@ -276,6 +284,14 @@ class Accountant:
         return ApproxDP(epsilon=self._largest_pure(), delta=self._delta_left())
 
     def _largest_pure(self) -> float:
+        memo = self._pure_left
+        if memo is not None and memo[0] is self._rule:  # the rule is immutable: its answer never changes
+            return memo[1]
+        out = self._search_pure()
+        self._pure_left = (self._rule, out)
+        return out
+
+    def _search_pure(self) -> float:
         lo, hi = 0.0, float(self._budget.epsilon)  # type: ignore[union-attr]
         if self._rule.admit(as_item(PureDP(hi)), 1) is not None:
             return hi
