@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from dpkit._math import Estimate, check_delta, check_epsilon
-from dpkit._math.directed import down
+from dpkit._math.directed import down, up
 from dpkit.accounting.filters import Filter, FilterSet, make_filter
 from dpkit.accounting.items import ORDERS, PrivacyItem, as_item
 from dpkit.accounting.state import AccountingState
@@ -283,6 +283,57 @@ class Accountant:
             return ApproxDP(epsilon=max(0.0, _down(eps_b - used_eps)), delta=delta_b)
         return ApproxDP(epsilon=self._largest_pure(), delta=self._delta_left())
 
+    def spent(self) -> Any:
+        """What the spends so far add up to, in the budget's family, as the adaptive rule accounts for them.
+
+        PureDP: the sum of epsilon (Dwork & Roth 2014, Thm 3.16); ZCDP: the sum of rho (Bun & Steinke 2016,
+        arXiv 1605.02065, Lemma 2.3); GaussianDP: mu = sqrt(sum mu_i^2) (Dong, Roth, Su 2022, arXiv 1905.02383,
+        Cor 3.3; ``PureDP(0)`` while nothing is spent); RenyiDP: per budget order, the sum at the smallest core
+        order at or above it (RDP is non-decreasing in the order); ApproxDP, adaptive: the tightest (epsilon,
+        delta) that one of the filters still running certifies for its total (basic: the sums; zCDP: CKS 2020,
+        arXiv 2004.00010, Cor 13 at its delta share; GDP: the exact Gaussian profile at its share; RDP: CKS
+        Prop 12 at its order; Whitehouse et al. 2023: sqrt(2 ln(1/d') s) + s/2 with delta d' + the spends'
+        deltas); ApproxDP, non-adaptive: :meth:`epsilon` at the budget's delta.  Every number is rounded up.
+        For parameters chosen adaptively the certified guarantee is the budget itself (see :meth:`epsilon`).
+
+        >>> from dpkit.guarantees import ZCDP
+        >>> acc = Accountant(ZCDP(1.0)); acc.admit(ZCDP(0.25), count=2); print(acc.spent())
+        0.5-zCDP
+        """
+        b = self._budget
+        rule = self._rule
+        if isinstance(b, PureDP) or (isinstance(b, ApproxDP) and float(b.delta) == 0.0 and self._adaptive):
+            e = up(rule.filters[0].used)
+            return PureDP(e) if isinstance(b, PureDP) else ApproxDP(epsilon=e, delta=0.0)
+        if isinstance(b, ZCDP):
+            return ZCDP(up(rule.filters[0].used))
+        if isinstance(b, GaussianDP):
+            used = rule.filters[0].used
+            if used == 0:
+                return PureDP(0.0)
+            r = math.sqrt(up(used))
+            return GaussianDP(r if Fraction(r) ** 2 >= used else math.nextafter(r, math.inf))  # rounded up
+        if isinstance(b, RenyiDP):
+            f = rule.filters[0]
+            used_at = {ORDERS[i]: u for i, u in zip(f.orders, f.rdp_used)}
+            orders = [float(a) for a in b.orders]  # type: ignore[union-attr]
+            eps = [up(used_at[next(o for o in ORDERS if o >= a)]) for a in orders]
+            return RenyiDP(orders=orders, epsilons=eps, description="spent")
+        if not self._adaptive:
+            if not self._spends:
+                return ApproxDP(epsilon=0.0, delta=0.0)
+            return ApproxDP(epsilon=float(self.epsilon(float(b.delta))), delta=float(b.delta))
+        if rule.pending is not None or not self._spends:
+            return ApproxDP(epsilon=0.0, delta=0.0)
+        best: tuple[float, float] | None = None
+        for f, alive in zip(rule.filters, rule.alive):
+            if alive:
+                cert = _certified(f)
+                if best is None or cert < best:
+                    best = cert
+        assert best is not None  # a spend was admitted, so some filter is alive
+        return ApproxDP(epsilon=best[0], delta=min(1.0, best[1]))
+
     def _largest_pure(self) -> float:
         memo = self._pure_left
         if memo is not None and memo[0] is self._rule:  # the rule is immutable: its answer never changes
@@ -368,6 +419,36 @@ class Accountant:
             except UnsupportedError as exc:
                 rows.append(MethodReport(method, math.nan, "n/a", ADAPTIVE_VALID[method], str(exc)[:100]))
         return rows
+
+
+def _certified(f: Filter) -> tuple[float, float]:
+    """(epsilon, delta), rounded up, that filter ``f`` certifies for its running total (see ``Accountant.spent``)."""
+    from dpkit.accounting.state import add_up, cks_epsilon, mul_up, zcdp_epsilon
+
+    if f.kind == "basic":
+        return up(f.used), up(f.delta_used)
+    if f.kind == "approx":
+        if f.used == 0 and f.delta_used == 0:
+            return 0.0, 0.0
+        s = up(f.used)
+        eps = add_up(math.nextafter(math.sqrt(mul_up(f.log_term, s)), math.inf), mul_up(0.5, s))
+        return eps, add_up(f.share - f.delta_limit, up(f.delta_used))  # d' + the spends' deltas
+    if f.kind == "zcdp":
+        return (0.0, 0.0) if f.used == 0 else (zcdp_epsilon(up(f.used), f.share), f.share)
+    if f.kind == "gdp":
+        if f.used == 0:
+            return 0.0, 0.0
+        from dpkit.accounting.gaussian_profile import gaussian_epsilon_interval
+
+        mu = math.sqrt(up(f.used))
+        mu = mu if Fraction(mu) ** 2 >= f.used else math.nextafter(mu, math.inf)
+        return gaussian_epsilon_interval(mu, f.share)[1], f.share
+    if all(u == 0 for u in f.rdp_used):
+        return 0.0, 0.0
+    import numpy as np
+
+    orders = np.array([ORDERS[i] for i in f.orders])
+    return cks_epsilon(np.array([up(u) for u in f.rdp_used]), orders, f.share), f.share
 
 
 def _holds_no_delta_for(f: Filter, item: PrivacyItem) -> bool:
