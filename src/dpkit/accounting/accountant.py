@@ -355,6 +355,8 @@ class Accountant:
         return lo
 
     def _delta_left(self) -> float:
+        if self._rule.pending is not None:  # nothing spent yet: a first (epsilon, delta) spend may take all of delta
+            return float(self._budget.delta)  # type: ignore[union-attr]
         left = 0.0
         for f, a in zip(self._rule.filters, self._rule.alive):
             if a and f.kind in ("basic", "approx"):
