@@ -45,7 +45,7 @@ from dpkit.accounting import Accountant
 from dpkit.accounting.items import ORDERS, PrivacyItem, as_item, item_from_json, item_to_json
 from dpkit.accounting.state import AccountingState
 from dpkit.errors import BudgetExceededError, UnsupportedError
-from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP, RenyiDP
+from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP, RenyiDP, WassersteinDP
 from dpkit.ledger._base import (
     Budget,
     Guarantee,
@@ -95,7 +95,8 @@ def check_count(count: object) -> int:
 def check_budget(budget: object) -> Budget:
     """``budget`` if it can be stored and is a budget the Accountant takes (TypeError/UnsupportedError/ValueError)."""
     if not isinstance(budget, (PureDP, ApproxDP, ZCDP, GaussianDP, RenyiDP)):
-        guarantee_to_record(budget)  # UnsupportedError for WassersteinDP, TypeError for the rest
+        if isinstance(budget, WassersteinDP):
+            guarantee_to_record(budget)  # UnsupportedError: not privacy loss
         raise TypeError(f"a ledger's budget must be PureDP, ApproxDP, ZCDP, GaussianDP or RenyiDP; got "
                         f"{type(budget).__name__}.")
     guarantee_to_record(budget)  # UnsupportedError for what cannot be stored (a callable RenyiDP)
