@@ -179,12 +179,12 @@ def test_auto_filter_is_fixed_by_the_first_spend(ledger_target: Target) -> None:
     (epsilon, delta) spend has no delta to draw on and is refused, changing nothing."""
     with ledger_target.open(ApproxDP(epsilon=1.0, delta=1e-6)) as ledger:
         assert ledger.filter == "auto" and ledger.remaining() == ApproxDP(epsilon=1.0, delta=1e-6)
-        ledger.reserve(PureDP(0.25))
+        ledger.reserve(PureDP(0.05))
         before, stored = _state(ledger), ledger_target.snapshot()
         with pytest.raises(UnsupportedError, match="no delta to draw on"):
             ledger.reserve(ApproxDP(epsilon=0.25, delta=2.5e-7))
         assert _state(ledger) == before and ledger_target.snapshot() == stored
-        ledger.reserve(ZCDP(0.01))  # the zCDP filter takes zCDP spends under an ApproxDP budget
+        ledger.reserve(ZCDP(0.001))  # the zCDP filter takes zCDP spends under an ApproxDP budget
         assert isinstance(ledger.spent(), ApproxDP) and ledger.spent().delta in (0.0, 1e-6)
 
 
@@ -226,9 +226,9 @@ def test_renyi_budget_per_order(ledger_target: Target) -> None:
     budget = RenyiDP(orders=[2.0, 8.0], epsilons=[1.0, 4.0])
     with ledger_target.open(budget) as ledger:
         ledger.reserve(ZCDP(0.25))  # alpha * rho: 0.5 at 2, 2.0 at 8
-        spent = ledger.spent()
-        assert spent.epsilons == (0.5, 2.0)
-        assert ledger.remaining().epsilons == (0.5, 2.0)
+        spent, left = ledger.spent(), ledger.remaining()  # the core rounds every cost up (by an ulp here)
+        assert all(s >= e and math.isclose(s, e, rel_tol=1e-15) for s, e in zip(spent.epsilons, (0.5, 2.0)))
+        assert all(r <= e and math.isclose(r, e, rel_tol=1e-15) for r, e in zip(left.epsilons, (0.5, 2.0)))
         with pytest.raises(BudgetExceededError, match="order 8"):
             ledger.reserve(RenyiDP(orders=[2.0, 8.0], epsilons=[0.1, 2.5]))
     with ledger_target.open(RenyiDP(orders=[8.0, 2.0], epsilons=[4.0, 1.0])) as ledger:  # same, reordered

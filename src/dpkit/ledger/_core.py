@@ -360,10 +360,7 @@ class SQLLedger:
         """The item of one row: its recorded item, or (a row written before items were) its guarantee's item.
 
         Parsed items are kept by their JSON text, so a record of repeated spends is parsed once per kind."""
-        if item_json is None:
-            if type_name not in GUARANTEES:
-                raise LedgerError(f"spend {row_id} in {self._where} has type {type_name!r} and no item; the ledger is "
-                                  "corrupted or was written by a newer dpkit.")
+        if item_json is None:  # a row written before items were recorded (an unknown type: LedgerError)
             return as_item(guarantee_from_record(str(type_name), str(params)), label=label)
         cache = self._items
         item = cache.get(str(item_json))
