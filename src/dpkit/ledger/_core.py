@@ -261,6 +261,7 @@ class SQLLedger:
         """Called by a backend's __init__ before it opens the store."""
         self._cache = None
         self._items = {}
+        self._json_memo: dict[int, tuple[PrivacyItem, str]] = {}
 
     # ---- what a backend provides ------------------------------------------------------------------
     def _run(self, write: bool, work: Callable[[Any], T]) -> T:  # pragma: no cover - abstract
@@ -374,6 +375,18 @@ class SQLLedger:
                 cache.clear()
             cache[str(item_json)] = item
         return item
+
+    def _item_json(self, item: PrivacyItem) -> str:
+        """:func:`item_to_json` of ``item``, kept for the items spent lately (a reused mechanism is written once)."""
+        memo = self._json_memo
+        hit = memo.get(id(item))
+        if hit is not None and hit[0] is item:
+            return hit[1]
+        text = item_to_json(item)
+        if len(memo) >= 64:
+            memo.clear()
+        memo[id(item)] = (item, text)  # the item is held, so its id is not reused while it is here
+        return text
 
     def _replay(self, conn: Any) -> _Replay:
         """The adaptive Accountant of the record's live spends, replayed in id order (see :class:`_Replay`).
@@ -660,11 +673,19 @@ class SQLLedger:
         mean age 0.5-DP
         """
         item, (type_name, params), n, text, meta = validate_spend(spend, count, label, metadata)
-        item_json = item_to_json(item)
+        item_json = self._item_json(item)
+        moved: list[_Replay] = []  # the cached replay, once this spend was admitted into it
 
-        def work(conn: Any) -> tuple[int, _Replay, tuple[int, int]]:  # inside the write lock, read to insert
+        def work(conn: Any) -> int:  # inside the write lock, from the read of the record to the insert
             replay = self._replay(conn)
-            self._refuse_unless_fits(replay, item, n)
+            if replay.over is not None:
+                self._refuse_unless_fits(replay, item, n)  # raises
+            try:
+                replay.accountant.admit(item, count=n, label=text)  # refuses changing nothing, or admits
+            except BudgetExceededError as exc:
+                raise BudgetExceededError(f"{exc} Ledger {self._where}; remaining {replay.accountant.remaining()}.") \
+                    from None
+            moved.append(replay)
             stamp = now()
             row_id = self._insert(
                 conn,
@@ -672,16 +693,16 @@ class SQLLedger:
                 " item) VALUES (?, ?, ?, ?, ?, ?, 'reserved', ?, ?, ?)",
                 (stamp, stamp, text, type_name, params, n, owner(), meta, item_json),
             )
-            return row_id, replay, replay.key
+            replay.key = (row_id, replay.key[1])  # valid once this transaction commits
+            return row_id
 
-        row_id, replay, key = self._run(True, work)
-        with self._lock:  # committed: bring the cached replay forward by this one spend, if nothing moved it
-            if self._cache is replay and replay.key == key and key[0] < row_id:
-                try:
-                    replay.accountant.admit(item, count=n, label=text)
-                    replay.key = (row_id, key[1])
-                except (BudgetExceededError, UnsupportedError):  # pragma: no cover - it was just admitted
-                    self._cache = None
+        with self._lock:  # the cached replay holds this spend only if its transaction committed
+            try:
+                row_id = self._run(True, work)
+            except BaseException:
+                if moved:
+                    self._cache = None  # admitted in memory but maybe not on disk: replay from the record next time
+                raise
         guarantee = spend if isinstance(spend, (PureDP, ApproxDP, ZCDP, GaussianDP, RenyiDP)) else \
             entry_guarantee(type_name, params, item)
         return Reservation(id=row_id, ledger_id=self._ledger_id, guarantee=guarantee, count=n, label=text, item=item)
