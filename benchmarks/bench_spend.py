@@ -178,7 +178,10 @@ def main() -> None:
             return result
 
         row(f"SQLiteLedger reserve+commit ({label}: {folder})", n, ledger_run)
-        row(f"raw limit: two SQLite transactions by hand ({label})", n, lambda folder=folder, n=n: run_raw(n, folder))
+        def raw_run(folder: str = folder, n: int = n) -> dict[str, float]:
+            return run_raw(n, folder)
+
+        row(f"raw limit: two SQLite transactions by hand ({label})", n, raw_run)
     env = H.environment()
     lines = ["# Spending one item after another: Accountant and SQLiteLedger", "", H.environment_markdown(env), "",
              f"Items: DPSGDStep(sigma=1, q=0.01), Laplace(sensitivity=1, epsilon=1e-3), GaussianEvent(sigma=50), "

@@ -245,4 +245,4 @@ def test_filter_argument_checked_and_fixed_at_creation(tmp_path: Path) -> None:
         ledger.reserve(PureDP(0.1))
         ledger.reserve(ApproxDP(epsilon=0.1, delta=1e-7))  # the basic share takes (eps, delta) spends
     with SQLiteLedger(path, filter={"zcdp": 5e-7, "basic": 5e-7}) as ledger:  # the same choice
-        assert math.isclose(ledger.spent().epsilon, 0.2)
+        assert math.isclose(ledger.spent().epsilon, 0.2)  # type: ignore[union-attr, arg-type]

@@ -316,7 +316,7 @@ class Accountant:
         if isinstance(b, RenyiDP):
             f = rule.filters[0]
             used_at = {ORDERS[i]: u for i, u in zip(f.orders, f.rdp_used)}
-            orders = [float(a) for a in b.orders]  # type: ignore[union-attr]
+            orders = [float(a) for a in b.orders]  # type: ignore[union-attr, arg-type]
             eps = [up(used_at[next(o for o in ORDERS if o >= a)]) for a in orders]
             return RenyiDP(orders=orders, epsilons=eps, description="spent")
         if not self._adaptive:

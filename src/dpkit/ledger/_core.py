@@ -228,7 +228,7 @@ def over_spent(budget: Budget, state: AccountingState, where: str) -> Budget:
         if isinstance(budget, GaussianDP):
             return GaussianDP(math.nextafter(math.sqrt(state.mu2), math.inf))
         if isinstance(budget, RenyiDP):
-            orders = [float(a) for a in budget.orders]  # type: ignore[union-attr]
+            orders = [float(a) for a in budget.orders]  # type: ignore[union-attr, arg-type]
             at = dict(zip(ORDERS, state.rdp.tolist()))
             return RenyiDP(orders=orders, epsilons=[at[next(o for o in ORDERS if o >= a)] for a in orders])
         if math.isfinite(state.basic_epsilon):
@@ -397,7 +397,7 @@ class SQLLedger:
         top = 0 if row is None or row[0] is None else int(row[0])
         row = conn.execute(self._sql("SELECT value FROM {meta} WHERE key = 'aborts'")).fetchone()
         try:
-            aborts = int(row[0])  # type: ignore[index]
+            aborts = int(row[0])
         except (TypeError, ValueError):
             raise LedgerError(f"{self._where} has no readable abort counter; the ledger is corrupted.") from None
         key = (top, aborts)
@@ -460,7 +460,7 @@ class SQLLedger:
         return over_spent(self._budget, replay.over, self._where)
 
     def _remaining(self, replay: _Replay) -> Budget:
-        return zero_like(self._budget) if replay.over is not None else replay.accountant.remaining()  # type: ignore[no-any-return]
+        return zero_like(self._budget) if replay.over is not None else replay.accountant.remaining()
 
     def spent(self) -> Budget:
         """What the reserved and committed spends add up to, in the budget's family, as the filter accounts them.
