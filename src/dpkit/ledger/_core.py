@@ -164,7 +164,7 @@ def validate_spend(
         record = guarantee_to_record(spend)  # UnsupportedError for a callable RenyiDP
     item = as_item(spend)
     if not isinstance(spend, (PureDP, ApproxDP, ZCDP, GaussianDP, RenyiDP)):
-        record = (ITEM_TYPE, json.dumps(item.event, sort_keys=True, default=str))
+        record = (ITEM_TYPE, item.key)  # the event as canonical JSON (made once, with the item)
     n = check_count(count)
     text = item.label if label is None else label
     if metadata is not None and not isinstance(metadata, dict):
@@ -197,9 +197,16 @@ def entry_guarantee(type_name: str, params: str, item: PrivacyItem) -> Guarantee
     return h if isinstance(h, (PureDP, ApproxDP, ZCDP, GaussianDP, RenyiDP)) else None
 
 
+_OWNER: tuple[int, str] = (-1, "")
+
+
 def owner() -> str:
-    """``host:pid`` of this process: who reserved a spend."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """``host:pid`` of this process: who reserved a spend (kept per process; a fork gets its own)."""
+    global _OWNER
+    pid = os.getpid()
+    if _OWNER[0] != pid:
+        _OWNER = (pid, f"{socket.gethostname()}:{pid}")
+    return _OWNER[1]
 
 
 @dataclass(slots=True)
