@@ -333,11 +333,11 @@ class SQLLedger:
             raise LedgerError(f"{self._where} is a dpkit ledger without a filter choice; it is corrupted.")
         spec = filter_from_text(str(row[0]), self._where)
         try:
-            return check_filter(self._budget_or_none(conn), spec)
+            return check_filter(self._stored_budget(conn), spec)
         except (TypeError, ValueError) as exc:
             raise LedgerError(f"the filter stored in {self._where} is not valid ({exc}); it is corrupted.") from None
 
-    def _budget_or_none(self, conn: Any) -> Budget:
+    def _stored_budget(self, conn: Any) -> Budget:
         row = conn.execute(self._sql("SELECT type, params FROM {budget} WHERE id = 1")).fetchone()
         return check_budget(guarantee_from_record(str(row[0]), str(row[1])))
 
