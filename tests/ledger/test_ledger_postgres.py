@@ -14,7 +14,7 @@ import time
 import pytest
 
 import dpkit.ledger.postgres as pg_module
-from dpkit.errors import BudgetExceededError
+from dpkit.errors import BudgetExceededError, LedgerUnavailableError
 from dpkit.guarantees import ApproxDP, PureDP
 from dpkit.ledger import LedgerError, PostgresLedger, open_ledger
 from ledger_targets import Target
@@ -181,8 +181,9 @@ def test_a_lock_held_past_the_timeout_is_an_error_and_writes_nothing(target: Tar
     with PostgresLedger(target.location, budget=PureDP(1.0), timeout=0.5) as ledger:
         before = target.snapshot()
         with target.hold_write_lock():
-            with pytest.raises(LedgerError, match="could not lock the ledger .* within 0.5 s"):
+            with pytest.raises(LedgerUnavailableError, match="could not lock the ledger .* within 0.5 s") as info:
                 ledger.reserve(PureDP(0.25))
+            assert "reset" not in str(info.value) and "nothing was spent" in str(info.value).lower()
             assert ledger.remaining() == PureDP(1.0)  # reads never wait for the lock
         assert target.snapshot() == before
         ledger.commit(ledger.reserve(PureDP(0.25)))  # the same connection works afterwards
