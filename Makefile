@@ -5,12 +5,12 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test test-all test-torch bench clean
+.PHONY: run test test-all test-torch lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,plot,frames,spark,postgres]'
+	$(PY) -m pip install --quiet -e '.[test,plot,frames,spark,postgres,lint]'
 	touch $(STAMP)
 
 # The main job: a DP query on the shipped synthetic table.  The ledger ./dpkit-ledger.db holds a total
@@ -24,6 +24,14 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# Static checks, run by .ci/run beside the tests: ruff (rule set in pyproject.toml) over the code and
+# tests, the import contracts (layers; no package imports another's private module), and mypy --strict
+# over the modules listed in pyproject.toml's [tool.mypy] files.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests tools docs
+	PYTHONPATH=. $(VENV)/bin/lint-imports
+	$(PY) -m mypy
 
 test-all: $(STAMP)
 	$(PY) -m pytest -m "slow or not slow"

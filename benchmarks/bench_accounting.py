@@ -94,8 +94,9 @@ def dpkit_code(kind: str, p: dict[str, Any], grid_factor: float = 1.0) -> str:
     head = f"""
 import math
 from dpkit.distributions import Gaussian, Laplace
-from dpkit.accounting.pld import (epsilon_interval, subsampled_epsilon_interval, pld_from_pair,
-    pld_poisson_subsampled, default_grid, aligned_grid, compose_many, _loss_scale)
+from dpkit.accounting.pld import (epsilon_interval, pld_from_pair, default_grid, aligned_grid, compose_many,
+    _loss_scale)
+from dpkit.accounting.subsampling import subsampled_epsilon_interval, pld_poisson_subsampled
 DELTA = {DELTA!r}; Q = {Q!r}; GF = {grid_factor!r}
 """
     if kind == "a":

@@ -271,7 +271,9 @@ class SparkCluster:
                     raise RuntimeError(f"a Spark daemon exited ({p.returncode}); its log:\n"
                                        f"{plog.read_text(errors='replace')[-3000:]}")
             time.sleep(0.2)
-        raise RuntimeError(f"no {text!r} in {log.name} within {timeout:g} s:\n{log.read_text(errors='replace')[-3000:]}")
+        raise RuntimeError(
+            f"no {text!r} in {log.name} within {timeout:g} s:\n{log.read_text(errors='replace')[-3000:]}"
+        )
 
     def stop(self) -> None:
         for p in reversed(self.procs):  # workers first: they end their executors

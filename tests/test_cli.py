@@ -92,7 +92,9 @@ def test_account_gaussian_prints_every_method_and_the_exact_value(capsys):
 
 def test_account_laplace_plot_and_file(tmp_path, capsys):
     png = tmp_path / "eps.png"
-    assert main(["account", "laplace", "--scale", "2", "--compositions", "4", "--delta", "1e-5", "--plot", str(png)]) == 0
+    assert (
+        main(["account", "laplace", "--scale", "2", "--compositions", "4", "--delta", "1e-5", "--plot", str(png)]) == 0
+    )
     assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
     mech = tmp_path / "mechs.csv"
     mech.write_text("family,parameter,count\ngaussian,3,5\nlaplace,4,2\n")

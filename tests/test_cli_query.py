@@ -17,9 +17,29 @@ QUERY = "SELECT category, COUNT(*) AS purchases, AVG(amount) AS avg_amount FROM 
 
 
 def _args(ledger: Path, *extra: str, sql: str = QUERY) -> list[str]:
-    return ["query", str(DATA), sql, "--privacy-unit", "user_id", "--schema", "amount=DOUBLE,day=DATE", "--epsilon", "1", "--ledger", str(ledger),
-            "--bounds", "amount=0:200", "--max-partitions", "2", "--max-rows", "5", "--keys", f"category={CATS}",
-            "--quiet", *extra]
+    return [
+        "query",
+        str(DATA),
+        sql,
+        "--privacy-unit",
+        "user_id",
+        "--schema",
+        "amount=DOUBLE,day=DATE",
+        "--epsilon",
+        "1",
+        "--ledger",
+        str(ledger),
+        "--bounds",
+        "amount=0:200",
+        "--max-partitions",
+        "2",
+        "--max-rows",
+        "5",
+        "--keys",
+        f"category={CATS}",
+        "--quiet",
+        *extra,
+    ]
 
 
 def test_shipped_dataset_is_the_documented_one() -> None:
@@ -53,9 +73,29 @@ def test_plan_spends_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 def test_json_output_and_private_selection(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     sql = "SELECT region, COUNT(DISTINCT user_id) AS customers FROM t GROUP BY region"
-    args = ["query", str(DATA), sql, "--privacy-unit", "user_id", "--schema", "amount=DOUBLE,day=DATE", "--epsilon", "1", "--delta", "1e-6",
-            "--budget-epsilon", "2", "--budget-delta", "1e-5", "--ledger", str(tmp_path / "l.db"), "--json",
-            "--quiet", "--max-partitions", "1"]
+    args = [
+        "query",
+        str(DATA),
+        sql,
+        "--privacy-unit",
+        "user_id",
+        "--schema",
+        "amount=DOUBLE,day=DATE",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-6",
+        "--budget-epsilon",
+        "2",
+        "--budget-delta",
+        "1e-5",
+        "--ledger",
+        str(tmp_path / "l.db"),
+        "--json",
+        "--quiet",
+        "--max-partitions",
+        "1",
+    ]
     assert main(args) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["cost"] == "(1.0, 1e-06)-DP" and doc["columns"] == ["region", "customers"]
@@ -76,8 +116,27 @@ def test_json_output_and_private_selection(tmp_path: Path, capsys: pytest.Captur
 def test_bad_input_exits_2_and_spends_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str], sql: str,
                                                extra: list[str], message: str) -> None:
     ledger = tmp_path / "l.db"
-    args = ["query", str(DATA), sql, "--privacy-unit", "user_id", "--schema", "amount=DOUBLE,day=DATE", "--epsilon", "1", "--ledger", str(ledger),
-            "--budget-epsilon", "3", "--max-partitions", "1", "--max-rows", "1", "--quiet", *extra]
+    args = [
+        "query",
+        str(DATA),
+        sql,
+        "--privacy-unit",
+        "user_id",
+        "--schema",
+        "amount=DOUBLE,day=DATE",
+        "--epsilon",
+        "1",
+        "--ledger",
+        str(ledger),
+        "--budget-epsilon",
+        "3",
+        "--max-partitions",
+        "1",
+        "--max-rows",
+        "1",
+        "--quiet",
+        *extra,
+    ]
     assert main(args) == 2
     assert message in capsys.readouterr().err
     if ledger.exists():

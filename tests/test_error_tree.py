@@ -36,7 +36,9 @@ def test_data_dependent_failure_is_the_one_the_query_engine_raises():
     """session.py must import DataDependentFailure from dpkit.errors (one class, not two with one name)."""
     query = pytest.importorskip("dpkit.query")
     if query.DataDependentFailure is not errors.DataDependentFailure:
-        pytest.xfail("dpkit.query.session still defines its own DataDependentFailure (lead: import it from dpkit.errors)")
+        pytest.xfail(
+            "dpkit.query.session still defines its own DataDependentFailure (lead: import it from dpkit.errors)"
+        )
     assert query.DataDependentFailure is errors.DataDependentFailure
 
 

@@ -39,7 +39,7 @@ from dpkit.divergences import (
     statistical_distance,
     total_variation,
 )
-from strategies import distinct_pmf_pairs, markov_kernels, pmf_pairs, positive_pmf_pairs
+from strategies import distinct_pmf_pairs, markov_kernels, pmf_pairs
 
 ATOL = 1e-12
 RTOL = 1e-9

@@ -46,4 +46,6 @@ def test_every_snippet_runs_as_printed(lang: str, body: str) -> None:
             pytest.skip("make commands only (they run this suite)")
         cmd = ["bash", "-e", "-o", "pipefail", "-c", "\n".join(lines)]
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, f"{lang} snippet failed:\n{body}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, (
+        f"{lang} snippet failed:\n{body}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"
+    )

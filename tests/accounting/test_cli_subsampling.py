@@ -6,7 +6,18 @@ from dpkit.cli import main
 
 
 def test_account_subsampled_schemes_print_their_pairs(capsys):
-    base = ["account", "gaussian", "--sigma", "1", "--compositions", "100", "--delta", "1e-5", "--sampling-rate", "0.01"]
+    base = [
+        "account",
+        "gaussian",
+        "--sigma",
+        "1",
+        "--compositions",
+        "100",
+        "--delta",
+        "1e-5",
+        "--sampling-rate",
+        "0.01",
+    ]
     assert main(base) == 0
     out = capsys.readouterr().out
     assert "Thm 11" in out and "interval (use the upper end)" in out

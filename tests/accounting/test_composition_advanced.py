@@ -54,7 +54,10 @@ def test_sanity_table_rederived(epsilon, k, basic, drv, tanh, optimal):
     assert round(float(compose_optimal(epsilon, 0.0, k, delta_total=1e-6).epsilon), places) == optimal
     # the advanced bound states k delta + delta'; when basic composition wins it states its own k delta
     # (here 0), tighter than the delta' it does not need (issue 11)
-    for got, advanced in ((got_drv, float(mp_drv(epsilon, k, 1e-6))), (got_tanh, float(mp_drv(epsilon, k, 1e-6, tanh=True)))):
+    for got, advanced in (
+        (got_drv, float(mp_drv(epsilon, k, 1e-6))),
+        (got_tanh, float(mp_drv(epsilon, k, 1e-6, tanh=True))),
+    ):
         assert float(got.delta) == (pytest.approx(1e-6, rel=1e-15) if advanced < basic else 0.0)
 
 
@@ -141,7 +144,9 @@ def test_kov_closed_form_is_above_the_optimum(epsilon, k, delta, delta_prime):
 def test_kov_third_term_is_the_tanh_variant():
     g = compose_kov_bound(0.1, 0.0, 100, delta_prime=1e-6)
     assert g.epsilon.method == "KOV Thm 3.4, third term"
-    assert float(g.epsilon) == pytest.approx(float(compose_advanced(0.1, 0.0, 100, delta_prime=1e-6, variant="tanh").epsilon), rel=1e-14)
+    assert float(g.epsilon) == pytest.approx(
+        float(compose_advanced(0.1, 0.0, 100, delta_prime=1e-6, variant="tanh").epsilon), rel=1e-14
+    )
 
 
 @settings(max_examples=60, deadline=None)

@@ -59,7 +59,9 @@ def test_approx_sums_and_mixed_inputs():
 def test_approx_sum_of_deltas_is_above_the_exact_delta_at_the_summed_epsilon():
     pairs = [(0.5, 1e-2), (0.2, 3e-2), (0.1, 5e-2)]
     g = compose_basic([ApproxDP(epsilon=e, delta=d) for e, d in pairs])
-    exact = compose_optimal_heterogeneous([ApproxDP(epsilon=e, delta=d) for e, d in pairs], epsilon_total=float(g.epsilon))
+    exact = compose_optimal_heterogeneous(
+        [ApproxDP(epsilon=e, delta=d) for e, d in pairs], epsilon_total=float(g.epsilon)
+    )
     assert float(exact.delta) == pytest.approx(1 - math.prod(1 - d for _, d in pairs), rel=1e-12)
     assert float(g.delta) > float(exact.delta)
 

@@ -91,7 +91,9 @@ def test_pure_composition_limits():
     # delta_total >= TV of the product: epsilon 0
     assert float(compose_optimal(0.5, 0.0, 7, delta_total=0.99).epsilon) == 0.0
     # epsilon = 0: nothing leaks beyond the deltas
-    assert float(compose_optimal(0.0, 1e-3, 7, epsilon_total=0.0).delta) == pytest.approx(1 - (1 - 1e-3) ** 7, rel=1e-14)
+    assert float(compose_optimal(0.0, 1e-3, 7, epsilon_total=0.0).delta) == pytest.approx(
+        1 - (1 - 1e-3) ** 7, rel=1e-14
+    )
 
 
 def test_delta_total_below_the_floor_is_refused():
@@ -101,7 +103,11 @@ def test_delta_total_below_the_floor_is_refused():
 
 @pytest.mark.parametrize(
     "pairs",
-    [[(1.0, 0.0), (0.5, 0.0)], [(0.3, 1e-3), (1.2, 0.0), (0.7, 1e-4)], [(0.1, 0.0), (0.2, 0.0), (0.4, 0.01), (0.8, 0.0), (1.6, 0.0)]],
+    [
+        [(1.0, 0.0), (0.5, 0.0)],
+        [(0.3, 1e-3), (1.2, 0.0), (0.7, 1e-4)],
+        [(0.1, 0.0), (0.2, 0.0), (0.4, 0.01), (0.8, 0.0), (1.6, 0.0)],
+    ],
 )
 def test_heterogeneous_equals_brute_force_and_mpmath(pairs):
     guarantees = [ApproxDP(epsilon=e, delta=d) for e, d in pairs]

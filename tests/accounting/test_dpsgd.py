@@ -88,7 +88,9 @@ def laplace_2fold_log_delta(t: float, eps: float) -> mp.mpf:
         return 1 - mp.exp((x - t) / 2)
 
     total = d1(eps - t) / 2 + mp.exp(-t) / 2 * d1(eps + t)
-    total += mp.quad(lambda l: d1(eps - l) * mp.exp(-(t - l) / 2) / 4, [-t, eps - t, t] if -t < eps - t < t else [-t, t])
+    total += mp.quad(
+        lambda u: d1(eps - u) * mp.exp(-(t - u) / 2) / 4, [-t, eps - t, t] if -t < eps - t < t else [-t, t]
+    )
     return mp.log(total)
 
 
@@ -133,7 +135,7 @@ def test_dpsgd_interval_agrees_with_the_untilted_fft_path():
     """Two code paths, each certified: their intervals must intersect, and the tilted one is narrow."""
     iv = dpsgd_epsilon(sigma=1.0, sampling_rate=0.01, steps=1000, delta=1e-5)
     P, Q = Gaussian(0, 1), Gaussian(1, 1)
-    from dpkit.accounting.pld import pld_poisson_subsampled
+    from dpkit.accounting.subsampling import pld_poisson_subsampled
 
     hi = max(float(pld_poisson_subsampled(P, Q, sampling_rate=0.01, direction=d, grid=1e-4).self_compose(1000)
                    .epsilon(1e-5)) for d in ("remove", "add"))
@@ -229,7 +231,7 @@ def test_fractional_orders_against_quadrature():
     for alpha in (1.5, 2.75, 10.3, 33.5):
         a = mp.mpf(alpha)
 
-        def f(z):
+        def f(z, a=a):  # called within this iteration; a bound here all the same
             m0 = mp.npdf(z, 0, s)
             mix = (1 - q) * m0 + q * mp.npdf(z, 1, s)
             return m0 * (mix / m0) ** a

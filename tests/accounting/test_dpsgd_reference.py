@@ -1,7 +1,8 @@
 """DP-SGD intervals at 10^4-10^6 steps against an independent 40-digit value: delta(eps) of T Poisson-subsampled
 Gaussian steps by the inverse Laplace transform of its moment generating function,
 
-    delta(eps) = E[(1 - e^{eps - S})_+] = (1 / 2 pi) int Re[ M(c + it)^T e^{-(c + it) eps} / ((c + it)(c + it + 1)) ] dt,
+    delta(eps) = E[(1 - e^{eps - S})_+]
+               = (1 / 2 pi) int Re[ M(c + it)^T e^{-(c + it) eps} / ((c + it)(c + it + 1)) ] dt,
 
 valid for every c > 0 ((1 - e^{-u})_+ is the inverse Laplace transform of 1/z - 1/(z + 1); the representation
 behind the saddle-point accountant, Alghamdi et al. 2023, arXiv 2208.03458), with M(z) = E[(1 - q + q e^X)^{+-z}]

@@ -279,7 +279,7 @@ def test_several_filters_side_by_side_stay_within_the_sum_of_their_deltas():
 
     rng = random.Random(20261124)
     worst = 0.0
-    for trial in range(40):
+    for _ in range(40):
         table: dict = {}
 
         def strategy(history, table=table):

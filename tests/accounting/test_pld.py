@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -10,7 +9,7 @@ import pytest
 from scipy.optimize import brentq
 
 from dpkit.accounting.pld import Interval, delta_interval, epsilon_interval, pld_from_pair
-from dpkit.distributions import Bernoulli, DiscreteGaussian, DiscreteLaplace, Finite, Gaussian, Laplace
+from dpkit.distributions import Bernoulli, DiscreteLaplace, Finite, Gaussian, Laplace
 from dpkit.divergences import hockey_stick
 from dpkit.divergences._closed import gaussian_delta
 
@@ -123,7 +122,7 @@ def _mixture_hockey_mpmath(q, sigma, eps, direction):
 @pytest.mark.parametrize("direction", ["remove", "add"])
 @pytest.mark.parametrize("eps", [0.05, 0.3])
 def test_poisson_subsampled_gaussian_single_step_brackets_quadrature(direction, eps):
-    from dpkit.accounting.pld import pld_poisson_subsampled
+    from dpkit.accounting.subsampling import pld_poisson_subsampled
 
     exact = float(_mixture_hockey_mpmath(0.1, 1.0, eps, direction))
     hi = pld_poisson_subsampled(Gaussian(0, 1), Gaussian(1, 1), sampling_rate=0.1, direction=direction, grid=1e-4)
@@ -144,12 +143,14 @@ def test_subsampled_gaussian_rdp_integer_orders_mtz(alpha):
                          for j in range(alpha + 1))) / (alpha - 1)
     sm = mp.mpf(s)
     phi = lambda x, m: mp.exp(-((x - m) ** 2) / (2 * sm * sm)) / (sm * mp.sqrt(2 * mp.pi))  # noqa: E731
-    integral = mp.quad(lambda x: (q * phi(x, 1) + (1 - q) * phi(x, 0)) ** alpha * phi(x, 0) ** (1 - alpha), [-mp.inf, 0, 1, mp.inf])
+    integral = mp.quad(
+        lambda x: (q * phi(x, 1) + (1 - q) * phi(x, 0)) ** alpha * phi(x, 0) ** (1 - alpha), [-mp.inf, 0, 1, mp.inf]
+    )
     assert float(mtz) == pytest.approx(float(mp.log(integral) / (alpha - 1)), rel=1e-12)
 
 
 def test_subsampled_pld_is_below_rdp_and_interval_is_ordered():
-    from dpkit.accounting.pld import subsampled_epsilon_interval
+    from dpkit.accounting.subsampling import subsampled_epsilon_interval
     import mpmath as mp
 
     q, s, k, delta = 0.01, 1.0, 100, 1e-5

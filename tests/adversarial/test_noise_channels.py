@@ -9,7 +9,6 @@ privacy loss where it is random.
 from __future__ import annotations
 
 import ctypes
-import itertools
 import math
 import os
 import subprocess
@@ -20,7 +19,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import randomgen
 
 from dpkit.guarantees import PureDP
 from dpkit.mechanisms import DiscreteGaussianMechanism, Gaussian, Geometric, Laplace
@@ -154,7 +152,9 @@ def _frame(with_target: bool) -> pd.DataFrame:
 
 def _session(tmp_path: Path, with_target: bool) -> Session:
     name = "d" if with_target else "d_prime"
-    return Session(_frame(with_target), max_rows=1, privacy_unit="uid", ledger=tmp_path / f"{name}.db", budget=PureDP(100.0))
+    return Session(
+        _frame(with_target), max_rows=1, privacy_unit="uid", ledger=tmp_path / f"{name}.db", budget=PureDP(100.0)
+    )
 
 
 def _randomgen_parent(bit_generator: object) -> type:

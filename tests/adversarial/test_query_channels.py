@@ -56,7 +56,15 @@ def neighbours(tmp_path: Path) -> Iterator[Callable[..., tuple[Session, Session]
         assert len(d2) < len(d), "the target unit 42 must be in D"
         pair = []
         for name, table in (("d", d), ("d2", d2)):
-            s = Session(table, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / f"{name}{len(opened)}.db", budget=BUDGET, **kw)
+            s = Session(
+                table,
+                max_partitions=1,
+                max_rows=1,
+                privacy_unit="uid",
+                ledger=tmp_path / f"{name}{len(opened)}.db",
+                budget=BUDGET,
+                **kw,
+            )
             opened.append(s)
             pair.append(s)
         return pair[0], pair[1]
@@ -107,7 +115,11 @@ def test_a_hand_built_spec_is_parsed_and_allow_listed_like_sql(neighbours: Calla
     seen = []
     for s in (d, d2):
         before = _ledger_bytes(s)
-        for call in (lambda: s.plan(spec, epsilon=1.0, delta=1e-6), lambda: s.sql(spec, epsilon=1.0, delta=1e-6)):
+        # each call runs within this iteration; s is bound all the same
+        for call in (
+            lambda s=s: s.plan(spec, epsilon=1.0, delta=1e-6),
+            lambda s=s: s.sql(spec, epsilon=1.0, delta=1e-6),
+        ):
             kind, message = _outcome(call)
             assert kind in ("ValueError", "UnsupportedError", "TypeError"), (kind, message)
             assert "123456" not in message
@@ -122,7 +134,7 @@ def test_injection_through_aggregate_and_where_is_refused(neighbours: Callable, 
     attack = "x)) AS v, (SELECT MAX(x) FROM dpkit_source"
     spec = (QuerySpec(table="t", keys=(), aggregates=(Aggregate("sum", "s", expr=attack),))
             if field == "aggregate" else
-            QuerySpec(table="t", keys=(), aggregates=(Aggregate("count", "n"),), where=f"x > 0)); SELECT (1"))
+            QuerySpec(table="t", keys=(), aggregates=(Aggregate("count", "n"),), where="x > 0)); SELECT (1"))
     outcomes = [_outcome(lambda s=s: s.sql(spec, epsilon=1.0, bounds={"s": (0, 10)})) for s in (d, d2)]
     assert outcomes[0] == outcomes[1] and outcomes[0][0] in ("ValueError", "UnsupportedError")
     assert d.ledger.history() == () == d2.ledger.history()
@@ -143,13 +155,19 @@ def test_plan_reads_no_row(tmp_path: Path) -> None:
     con.execute("CREATE SEQUENCE reads; CREATE TABLE base AS SELECT range % 50 AS uid, "
                 "CASE WHEN range % 2 = 0 THEN 'a' ELSE 'b' END AS k, CAST(range % 7 AS DOUBLE) AS x FROM range(500)")
     con.execute("CREATE VIEW v AS SELECT uid, k, x, nextval('reads') AS n FROM base")
-    with Session(con, table="v", max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "l.db", budget=BUDGET) as s:
+    with Session(
+        con, table="v", max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "l.db", budget=BUDGET
+    ) as s:
         spec = QuerySpec(table="v", keys=(Key("k", "k"),), aggregates=(Aggregate("count", "c"),))
-        for query, kw in [("SELECT k, COUNT(*), SUM(n) FROM v GROUP BY k", {"keys": {"k": ["a", "b"]}, "bounds": {"n": (0, 9)}}),
-                          ("SELECT k, AVG(n), MEDIAN(x) FROM v WHERE n > 1 GROUP BY k",
-                           {"delta": 1e-6, "bounds": {"n": (0, 9), "x": (0, 9)}}),
-                          ("SELECT COUNT(DISTINCT uid), SUM(n + x) AS t FROM v", {"bounds": {"t": (0, 9)}}),
-                          (spec, {"delta": 1e-6})]:
+        for query, kw in [
+            ("SELECT k, COUNT(*), SUM(n) FROM v GROUP BY k", {"keys": {"k": ["a", "b"]}, "bounds": {"n": (0, 9)}}),
+            (
+                "SELECT k, AVG(n), MEDIAN(x) FROM v WHERE n > 1 GROUP BY k",
+                {"delta": 1e-6, "bounds": {"n": (0, 9), "x": (0, 9)}},
+            ),
+            ("SELECT COUNT(DISTINCT uid), SUM(n + x) AS t FROM v", {"bounds": {"t": (0, 9)}}),
+            (spec, {"delta": 1e-6}),
+        ]:
             s.plan(query, epsilon=1.0, **kw)
         assert con.execute("SELECT nextval('reads')").fetchone()[0] == 1  # nothing else ever asked for one
         s.sql("SELECT SUM(n) FROM v", epsilon=1.0, bounds={"n": (0, 10)})
@@ -244,7 +262,10 @@ def test_every_value_the_engine_can_return_is_answered_on_both_tables(neighbours
                ("SELECT CAST(v AS HUGEINT) * 1000000000000 AS h, COUNT(*) AS n FROM t GROUP BY h", {"delta": 1e-6}),
                ("SELECT COUNT(v) AS c, SUM(v * 1e300) AS s FROM t", {"bounds": {"s": (-1e10, 1e10)}})]
     for query, kw in queries:
-        outcomes = [_outcome(lambda s=s: s.sql(query, epsilon=1.0, rng=insecure_seeded(3), **kw)) for s in (s_d, s_d2)]
+        outcomes = [
+            _outcome(lambda s=s, query=query, kw=kw: s.sql(query, epsilon=1.0, rng=insecure_seeded(3), **kw))
+            for s in (s_d, s_d2)
+        ]
         assert outcomes == [("answer", "")] * 2, (query, outcomes)
 
 
@@ -257,7 +278,15 @@ def test_an_exception_carries_no_trace_of_the_data(tmp_path: Path) -> None:
         con.execute(f"CREATE TABLE base AS SELECT range AS uid, range % 5 AS x FROM range({43 if target else 42})")
         con.execute("CREATE VIEW v AS SELECT uid, CASE WHEN uid = 42 THEN error('uid 42 has x = ' || x) ELSE x END "
                     "AS x FROM base")
-        with Session(con, table="v", max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / f"{name}.db", budget=PureDP(1.0)) as s:
+        with Session(
+            con,
+            table="v",
+            max_partitions=1,
+            max_rows=1,
+            privacy_unit="uid",
+            ledger=tmp_path / f"{name}.db",
+            budget=PureDP(1.0),
+        ) as s:
             try:
                 s.sql("SELECT SUM(x) AS s FROM v", epsilon=0.5, bounds={"x": (0, 5)})
                 outcomes.append(("answer", None))
@@ -267,7 +296,8 @@ def test_an_exception_carries_no_trace_of_the_data(tmp_path: Path) -> None:
                 outcomes.append(("failure", str(e)))
             assert s.remaining() == PureDP(0.5)  # charged either way
         con.close()
-    assert outcomes[0][0] == "failure" and outcomes[1][0] == "answer"  # the curator's own view leaks; dpkit says no more
+    # the curator's own view leaks; dpkit says no more
+    assert outcomes[0][0] == "failure" and outcomes[1][0] == "answer"
 
 
 # ------------------------------------------------------------------ 5. a charged spend cannot be handed back
@@ -279,7 +309,7 @@ def test_a_progress_callback_cannot_abort_the_spend(neighbours: Callable) -> Non
     for s in (d, d2):
         aborted: list[int] = []
 
-        def attack(message: str, s: Session = s) -> None:
+        def attack(message: str, s: Session = s, aborted: list[int] = aborted) -> None:
             for entry in s.ledger.reserved_but_uncommitted():
                 s.ledger.abort(entry)
                 aborted.append(entry.id)
@@ -287,8 +317,8 @@ def test_a_progress_callback_cannot_abort_the_spend(neighbours: Callable) -> Non
                 raise RuntimeError("stop here")
 
         before = s.remaining()
-        kind, _ = _outcome(lambda: s.sql("SELECT k, COUNT(*) AS n FROM t GROUP BY k", epsilon=1.0, delta=1e-6,
-                                         progress=attack))
+        kind, _ = _outcome(lambda s=s, attack=attack: s.sql("SELECT k, COUNT(*) AS n FROM t GROUP BY k", epsilon=1.0,
+                                                            delta=1e-6, progress=attack))
         assert kind == "RuntimeError" and aborted == []
         assert float(s.remaining().epsilon) == pytest.approx(float(before.epsilon) - 1.0)
         (entry,) = s.ledger.history()
@@ -320,8 +350,14 @@ def _csv(path: Path, odd: str | None) -> Path:
 def test_one_units_value_does_not_change_a_csv_schema(tmp_path: Path, odd: str) -> None:
     d, d2 = _csv(tmp_path / "d.csv", odd), _csv(tmp_path / "d2.csv", None)
     # without a declared schema both are refused, with a message that names no value
-    refused = [_outcome(lambda p=p: Session(p, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "x.db", budget=BUDGET))
-               for p in (d, d2)]
+    refused = [
+        _outcome(
+            lambda p=p: Session(
+                p, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "x.db", budget=BUDGET
+            )
+        )
+        for p in (d, d2)
+    ]
     assert refused[0][0] == refused[1][0] == "ValueError" and "schema" in refused[0][1]
     assert refused[0][1].replace(str(d), "PATH") == refused[1][1].replace(str(d2), "PATH")
     schemas, outcomes = [], []
@@ -390,8 +426,14 @@ def test_spark_channels(spark: Any, tmp_path: Path) -> None:
                        aggregates=(Aggregate("count", "n"),))
     seen = []
     for i, table in enumerate((d, d2)):
-        with Session(spark.createDataFrame(table), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / f"s{i}.db",
-                     budget=BUDGET) as s:
+        with Session(
+            spark.createDataFrame(table),
+            max_partitions=1,
+            max_rows=1,
+            privacy_unit="uid",
+            ledger=tmp_path / f"s{i}.db",
+            budget=BUDGET,
+        ) as s:
             assert s.engine == "spark"
             injection = _outcome(lambda: s.sql(attack, epsilon=1.0, delta=1e-6))
             odd_key = _outcome(lambda: s.sql("SELECT array(f) AS g, COUNT(*) FROM t GROUP BY g", epsilon=1.0,
@@ -405,9 +447,27 @@ def test_spark_channels(spark: Any, tmp_path: Path) -> None:
     assert seen[0][2] in ("ValueError", "UnsupportedError") and seen[0][3] == sorted(keys) and seen[0][4] == {}
     path = _csv(tmp_path / "d.csv", "12.5")
     with pytest.raises(ValueError, match="schema"):
-        Session(path, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "c.db", budget=BUDGET, engine="spark", spark=spark)
-    with Session(path, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "c.db", budget=BUDGET, engine="spark", spark=spark,
-                 schema={"uid": "BIGINT", "amount": "BIGINT"}) as s:
+        Session(
+            path,
+            max_partitions=1,
+            max_rows=1,
+            privacy_unit="uid",
+            ledger=tmp_path / "c.db",
+            budget=BUDGET,
+            engine="spark",
+            spark=spark,
+        )
+    with Session(
+        path,
+        max_partitions=1,
+        max_rows=1,
+        privacy_unit="uid",
+        ledger=tmp_path / "c.db",
+        budget=BUDGET,
+        engine="spark",
+        spark=spark,
+        schema={"uid": "BIGINT", "amount": "BIGINT"},
+    ) as s:
         assert s.schema == {"uid": "bigint", "amount": "bigint", "k": "string"}
         r = s.sql("SELECT k, SUM(amount) AS s FROM t GROUP BY k", epsilon=1.0, bounds={"amount": (0, 10)},
                   keys={"k": ["a", "b"]})

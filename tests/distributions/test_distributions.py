@@ -20,7 +20,9 @@ def test_continuous_quantile_inverts_cdf(d):
     assert np.all(d.sf(d.quantile(U)) == pytest.approx(1 - U, rel=1e-7, abs=1e-15))
 
 
-@pytest.mark.parametrize("d", [DiscreteLaplace(2, 1.5), DiscreteLaplace(0, 0.2), DiscreteGaussian(-1, 2.5), DiscreteGaussian(0, 0.3)])
+@pytest.mark.parametrize(
+    "d", [DiscreteLaplace(2, 1.5), DiscreteLaplace(0, 0.2), DiscreteGaussian(-1, 2.5), DiscreteGaussian(0, 0.3)]
+)
 def test_discrete_quantile_is_generalised_inverse(d):
     k = d.quantile(U)
     assert np.all(d.cdf(k) >= U - 1e-15)

@@ -60,7 +60,9 @@ def test_values_labelled_exact_are_never_below_the_exact_value():
                 exact = 1 - mp.exp((mp.mpf(eps) - t) / 2) if abs(eps) <= t else 1 - mp.exp(mp.mpf(eps))
                 assert within_two_ulps_above(float(hockey_stick(P, Q, eps)), max(exact, mp.mpf(0)))
         exact_sigma = mp.sqrt(2 * mp.log(mp.mpf(1.25) / mp.mpf(1e-5))) / mp.mpf(0.5)
-        assert within_two_ulps_above(float(classical_gaussian_sigma(epsilon=0.5, delta=1e-5, sensitivity=1.0)), exact_sigma)
+        assert within_two_ulps_above(
+            float(classical_gaussian_sigma(epsilon=0.5, delta=1e-5, sensitivity=1.0)), exact_sigma
+        )
 
 
 def test_a_root_on_quadrature_estimates_is_not_an_upper_bound():

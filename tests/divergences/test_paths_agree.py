@@ -27,7 +27,13 @@ from dpkit.divergences._numeric import QuadraturePair, SeriesPair
 def test_laplace_closed_form_matches_quadrature(b, D):
     P, Q = Laplace(0, b), Laplace(D, b)
     closed, quad = LaplaceShift(D, b), QuadraturePair(P, Q)
-    for name, args in [("kl", ()), ("renyi", (2.0,)), ("renyi", (0.5,)), ("total_variation", ()), ("hockey_stick", (0.3,))]:
+    for name, args in [
+        ("kl", ()),
+        ("renyi", (2.0,)),
+        ("renyi", (0.5,)),
+        ("total_variation", ()),
+        ("hockey_stick", (0.3,)),
+    ]:
         c, q = getattr(closed, name)(*args), getattr(quad, name)(*args)
         assert q.kind == "numerical"
         assert abs(float(c) - float(q)) <= max(10 * q.error, 1e-9 * abs(float(c))), (name, float(c), float(q), q.error)
@@ -47,7 +53,13 @@ def test_gaussian_closed_form_matches_quadrature(s, D):
 @pytest.mark.parametrize("t,D", [(1.0, 1), (1.3, 2), (4.0, 5)])
 def test_discrete_laplace_closed_form_matches_series(t, D):
     closed, series = DiscreteLaplaceShift(D, t), SeriesPair(DiscreteLaplace(0, t), DiscreteLaplace(D, t))
-    for name, args in [("kl", ()), ("renyi", (2.0,)), ("renyi", (0.3,)), ("total_variation", ()), ("hockey_stick", (0.2,))]:
+    for name, args in [
+        ("kl", ()),
+        ("renyi", (2.0,)),
+        ("renyi", (0.3,)),
+        ("total_variation", ()),
+        ("hockey_stick", (0.2,)),
+    ]:
         c, s = getattr(closed, name)(*args), getattr(series, name)(*args)
         assert float(s) == pytest.approx(float(c), rel=1e-12, abs=1e-15), name
 
@@ -57,7 +69,13 @@ def test_discrete_gaussian_closed_form_matches_series(sigma, D):
     P = DiscreteGaussian(0, sigma)
     closed = DiscreteGaussianShift(D, sigma, P.log_normalizer)
     series = SeriesPair(P, DiscreteGaussian(D, sigma))
-    for name, args in [("kl", ()), ("renyi", (2.5,)), ("renyi", (0.5,)), ("total_variation", ()), ("hockey_stick", (0.2,))]:
+    for name, args in [
+        ("kl", ()),
+        ("renyi", (2.5,)),
+        ("renyi", (0.5,)),
+        ("total_variation", ()),
+        ("hockey_stick", (0.2,)),
+    ]:
         c, s = getattr(closed, name)(*args), getattr(series, name)(*args)
         assert float(s) == pytest.approx(float(c), rel=1e-12, abs=1e-15), name
 
@@ -79,7 +97,9 @@ def test_finite_vs_lattice_is_exact():
     q = np.exp(L.log_density([0, 1, 2]))
     p = F.probabilities
     assert float(kl(F, L)) == pytest.approx(float(np.sum(p * np.log(p / q))), rel=1e-13)
-    assert float(hockey_stick(F, L, 0.2)) == pytest.approx(float(np.sum(np.maximum(p - math.exp(0.2) * q, 0))), rel=1e-13)
+    assert float(hockey_stick(F, L, 0.2)) == pytest.approx(
+        float(np.sum(np.maximum(p - math.exp(0.2) * q, 0))), rel=1e-13
+    )
     # TV also counts L's mass outside {0, 1, 2}
     tv = 0.5 * (np.sum(np.abs(p - q)) + (1 - q.sum()))
     assert float(total_variation(F, L)) == pytest.approx(float(tv), rel=1e-12)
@@ -161,7 +181,7 @@ def test_approx_max_closed_forms_match_exact_atoms(t, D, delta):
     """Discrete Laplace (segment inversion) and discrete Gaussian (atoms) against the level-set
     maximum over their exact atoms (Def 3.6), and Gaussian (Newton) against bisection."""
     closed = float(approx_max_divergence(DiscreteLaplace(0, t), DiscreteLaplace(D, t), delta))
-    atoms = DiscreteLaplaceShift(D, t)._atoms()
+    atoms = DiscreteLaplaceShift(D, t).atoms()
     from dpkit.divergences._finite import approx_max_divergence as level_sets
 
     assert closed == pytest.approx(float(level_sets(atoms, delta)), rel=1e-12, abs=1e-12)

@@ -234,7 +234,7 @@ def test_wasserstein_bound_does_not_determine_privacy() -> None:
 
     for p in (1.0, 2.0, 3.5):
         for s in (0.1, 10.0):
-            integrand = lambda u: abs(quantile(u, 1.0, s) - quantile(u, 0.0, s)) ** p  # noqa: E731
+            integrand = lambda u, s=s, p=p: abs(quantile(u, 1.0, s) - quantile(u, 0.0, s)) ** p  # noqa: E731
             w_p = mp.quad(integrand, [0, 0.5, 1]) ** (1 / p)
             assert abs(w_p - 1) < 1e-30
     assert gdp_delta(1.0, 1 / 0.1) > 0.99  # s = 0.1: mu = 10, delta(1) ~ 1

@@ -11,7 +11,14 @@ from scipy import stats
 
 from dpkit.divergences import approx_max_divergence
 from dpkit.errors import UnsupportedError
-from dpkit.mechanisms import DiscreteGaussianMechanism, Gaussian, Geometric, Laplace, analytic_gaussian_sigma, classical_gaussian_sigma
+from dpkit.mechanisms import (
+    DiscreteGaussianMechanism,
+    Gaussian,
+    Geometric,
+    Laplace,
+    analytic_gaussian_sigma,
+    classical_gaussian_sigma,
+)
 from dpkit.random import insecure_seeded
 
 mp.mp.dps = 50

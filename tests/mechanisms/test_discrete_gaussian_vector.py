@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from functools import lru_cache
+from functools import cache
 
 import mpmath as mp
 import numpy as np
@@ -31,7 +31,7 @@ from dpkit.mechanisms import _discrete_gaussian_vector as dgv
 DPS = 60
 
 
-@lru_cache(maxsize=None)
+@cache
 def _pmf(sigma: float) -> tuple[dict[int, mp.mpf], mp.mpf]:
     """N_Z(0, sigma^2) on |k| <= K at 60 digits, and the exact mass beyond K (a 60-digit sum)."""
     with mp.workdps(DPS):
@@ -45,7 +45,7 @@ def _pmf(sigma: float) -> tuple[dict[int, mp.mpf], mp.mpf]:
         return kept, tail
 
 
-@lru_cache(maxsize=None)
+@cache
 def _brute_class_law(w: tuple[int, ...], sigma: float) -> tuple[dict[int, mp.mpf], mp.mpf]:
     """Law of A = sum_i (w_i^2 - 2 w_i k_i) (the loss times 2 sigma^2), and the truncated mass bound."""
     pmf, tail = _pmf(sigma)

@@ -203,5 +203,7 @@ def test_refusals_concern_the_form_and_never_quote_the_data(m) -> None:  # type:
 def test_discrete_gaussian_vector_needs_its_dimension() -> None:
     with pytest.raises(ValueError, match="releases 1 value"):
         DiscreteGaussianMechanism(sensitivity=1, sigma=1.0).release([1, 2])
-    r = DiscreteGaussianMechanism(sensitivity=2, sigma=1.0, dimension=4).release([10, 20, 30, 40], rng=insecure_seeded(0))
+    r = DiscreteGaussianMechanism(sensitivity=2, sigma=1.0, dimension=4).release(
+        [10, 20, 30, 40], rng=insecure_seeded(0)
+    )
     assert r.values.shape == (4,)

@@ -164,7 +164,11 @@ def _discrete_laplace_case(d: int, t: float, alpha: float, epsilon: float, delta
         ref.check("kl: discrete Laplace shift", kl(P, Q), ref.atoms_kl(atoms))
         if alpha != 1.0:
             ref.check("renyi: discrete Laplace shift", renyi(P, Q, alpha), ref.atoms_renyi(atoms, mp.mpf(alpha)))
-        ref.check("hockey_stick: discrete Laplace shift", hockey_stick(P, Q, epsilon), ref.atoms_hockey(atoms, mp.mpf(epsilon)))
+        ref.check(
+            "hockey_stick: discrete Laplace shift",
+            hockey_stick(P, Q, epsilon),
+            ref.atoms_hockey(atoms, mp.mpf(epsilon)),
+        )
         ref.check("total_variation: discrete Laplace shift", total_variation(P, Q), ref.atoms_tv(atoms))
         ref.check("max_divergence: discrete Laplace shift", max_divergence(P, Q), mp.mpf(d) / mp.mpf(t))
         if 0 < delta < 1.0:
@@ -271,9 +275,16 @@ def _finite_case(pq, alpha: float, epsilon: float, delta: float) -> None:
         # divergences of laws are >= 0; float masses that miss 1 can make the plain sums dip below
         ref.check("kl: finite", kl(P, Q), max(mp.mpf(0), ref.atoms_kl(atoms)), scale=1e-12)
         if alpha != 1.0:
-            ref.check("renyi: finite", renyi(P, Q, alpha), max(mp.mpf(0), ref.atoms_renyi(atoms, mp.mpf(alpha), shortfall=True)), scale=1e-12)
+            ref.check(
+                "renyi: finite",
+                renyi(P, Q, alpha),
+                max(mp.mpf(0), ref.atoms_renyi(atoms, mp.mpf(alpha), shortfall=True)),
+                scale=1e-12,
+            )
         ref.check("max_divergence: finite", max_divergence(P, Q), max(ref.atoms_max(atoms), mp.mpf(0)))
-        ref.check("hockey_stick: finite", hockey_stick(P, Q, epsilon), ref.atoms_hockey(atoms, mp.mpf(epsilon)), scale=1e-12)
+        ref.check(
+            "hockey_stick: finite", hockey_stick(P, Q, epsilon), ref.atoms_hockey(atoms, mp.mpf(epsilon)), scale=1e-12
+        )
         witness = min(mp.mpf(1), mp.fsum(a - b for a, b in atoms if a > b))  # the sum over {p > q}, <= 1
         ref.check("total_variation: finite", total_variation(P, Q), witness)
         ref.check("statistical_distance: finite", statistical_distance(P, Q), witness)
@@ -372,7 +383,10 @@ def test_pure_to_rdp_curve(eps, alpha):
 
 def _cks_min(rho: mp.mpf, delta: mp.mpf) -> mp.mpf:
     """min over alpha > 1 of CKS Cor 13 for alpha rho, by golden-section search in ln(alpha - 1)."""
-    f = lambda t: (1 + mp.exp(t)) * rho + mp.log1p(-1 / (1 + mp.exp(t))) - (mp.log(delta) + mp.log(1 + mp.exp(t))) / mp.exp(t)  # noqa: E731
+    def f(t):
+        e = mp.exp(t)
+        return (1 + e) * rho + mp.log1p(-1 / (1 + e)) - (mp.log(delta) + mp.log(1 + e)) / e
+
     guess = mp.log(mp.sqrt(-mp.log(delta) / rho))
     lo, hi = guess - 15, guess + 15
     g = (mp.sqrt(5) - 1) / 2
@@ -421,8 +435,12 @@ def test_zcdp_profile_delta(rho, epsilon):
 
 
 @FAST
-@given(st.lists(st.tuples(log_uniform(1.01, 1e4), log_uniform(1e-6, 1e3)), min_size=1, max_size=6, unique_by=lambda x: x[0]),
-       log_uniform(1e-300, 0.5))
+@given(
+    st.lists(
+        st.tuples(log_uniform(1.01, 1e4), log_uniform(1e-6, 1e3)), min_size=1, max_size=6, unique_by=lambda x: x[0]
+    ),
+    log_uniform(1e-300, 0.5),
+)
 def test_rdp_to_approx_dp_on_finite_orders(pairs, delta):
     rdp = RenyiDP(orders=[a for a, _ in pairs], epsilons=[e for _, e in pairs])
     got = rdp_to_approx_dp(rdp, delta=delta).epsilon
@@ -458,7 +476,9 @@ def test_basic_and_parallel_composition(items):
 @given(st.lists(st.tuples(log_uniform(1e-12, 1e3), st.integers(1, 10**6)), min_size=1, max_size=5))
 def test_zcdp_gdp_rdp_composition(items):
     rho = sum(Fraction(r) * k for r, k in items)
-    ref.check("compose_zcdp", compose_zcdp([(ZCDP(r), k) for r, k in items]).rho, mp.mpf(rho.numerator) / rho.denominator)
+    ref.check(
+        "compose_zcdp", compose_zcdp([(ZCDP(r), k) for r, k in items]).rho, mp.mpf(rho.numerator) / rho.denominator
+    )
     with ref.at(20):
         mu2 = sum(mp.mpf(m) ** 2 * k for m, k in items)
         ref.check("compose_gdp", compose_gdp([(GaussianDP(m), k) for m, k in items]).mu, mp.sqrt(mu2))
@@ -510,7 +530,9 @@ def test_advanced_and_kov_slow(eps, delta, k, delta_prime):
 
 
 @settings(max_examples=8)
-@given(log_uniform(0.01, 2.0), st.one_of(st.just(0.0), log_uniform(1e-9, 1e-3)), st.integers(1, 60), st.floats(0.0, 1.0))
+@given(
+    log_uniform(0.01, 2.0), st.one_of(st.just(0.0), log_uniform(1e-9, 1e-3)), st.integers(1, 60), st.floats(0.0, 1.0)
+)
 def test_optimal_composition(eps, delta, k, frac):
     """The exact delta at epsilon_total (KOV Thm 3.3 / the hockey-stick of the k-fold canonical pair)."""
     e_total = frac * k * eps
@@ -518,8 +540,10 @@ def test_optimal_composition(eps, delta, k, frac):
     with ref.at(20):
         E = mp.mpf(eps)
         p = 1 / (1 + mp.exp(-E))
-        s = mp.fsum(mp.binomial(k, l) * p**l * (1 - p) ** (k - l) * max(mp.mpf(0), 1 - mp.exp(e_total - (2 * l - k) * E))
-                    for l in range(k + 1))
+        s = mp.fsum(
+            mp.binomial(k, j) * p**j * (1 - p) ** (k - j) * max(mp.mpf(0), 1 - mp.exp(e_total - (2 * j - k) * E))
+            for j in range(k + 1)
+        )
         keep = (1 - mp.mpf(delta)) ** k
         ref.check("compose_optimal delta", got, 1 - keep + keep * s)
 
@@ -532,7 +556,11 @@ def test_optimal_composition(eps, delta, k, frac):
 def test_gaussian_sigma(eps, delta, sensitivity):
     with ref.at(20):
         exact = mp.sqrt(2 * mp.log(mp.mpf(1.25) / delta)) * sensitivity / eps
-        ref.check("classical_gaussian_sigma", classical_gaussian_sigma(epsilon=eps, delta=delta, sensitivity=sensitivity), exact)
+        ref.check(
+            "classical_gaussian_sigma",
+            classical_gaussian_sigma(epsilon=eps, delta=delta, sensitivity=sensitivity),
+            exact,
+        )
     if delta > 1e-200:
         sigma = analytic_gaussian_sigma(epsilon=eps, delta=delta, sensitivity=sensitivity)
         with ref.at(ref.gaussian_digits(sensitivity / sigma, eps)):

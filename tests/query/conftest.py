@@ -47,13 +47,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.filterwarnings(spec))
 
 
+#: the default budget of ``open_session`` (large: these tests are not about running out)
+_OPEN_SESSION_BUDGET = ApproxDP(epsilon=1000.0, delta=0.9)
+
+
 @pytest.fixture
 def open_session(tmp_path: Path) -> Iterator[Callable[..., Session]]:
     """Factory: ``open_session(data, budget=..., ledger=..., **kw)``; every session is closed afterwards."""
     opened: list[Session] = []
     counter = iter(range(10**6))
 
-    def make(data: Any, *, budget: PureDP | ApproxDP | None = ApproxDP(epsilon=1000.0, delta=0.9), ledger: Any = None,
+    def make(data: Any, *, budget: PureDP | ApproxDP | None = _OPEN_SESSION_BUDGET, ledger: Any = None,
              privacy_unit: str = "uid", **kw: Any) -> Session:
         path = ledger if ledger is not None else tmp_path / f"ledger{next(counter)}.db"
         s = Session(data, max_partitions=1, max_rows=1, privacy_unit=privacy_unit, ledger=path, budget=budget, **kw)

@@ -38,9 +38,13 @@ def tables() -> dict[str, Any]:
     flights["time_hour"] = pd.to_datetime(flights["time_hour"]).dt.tz_localize(None)
     weather = pd.read_csv(os.path.join(d, "weather.csv"))
     weather["time_hour"] = pd.to_datetime(weather["time_hour"]).dt.tz_localize(None)
-    return {"flights": flights, "airlines": pd.read_csv(os.path.join(d, "airlines.csv")),
-            "airports": pd.read_csv(os.path.join(d, "airports.csv")), "planes": pd.read_csv(os.path.join(d, "planes.csv")),
-            "weather": weather}
+    return {
+        "flights": flights,
+        "airlines": pd.read_csv(os.path.join(d, "airlines.csv")),
+        "airports": pd.read_csv(os.path.join(d, "airports.csv")),
+        "planes": pd.read_csv(os.path.join(d, "planes.csv")),
+        "weather": weather,
+    }
 
 
 # (name, SQL, options); every query runs at epsilon 1 with these bounds and contribution bounds

@@ -26,7 +26,9 @@ def main(argv: list[str]) -> None:
     from dpkit.query import Session
 
     mode, data, ledger = argv[0], argv[1], argv[2]
-    session = Session(data, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=ledger, schema={"uid": "BIGINT", "x": "DOUBLE"})
+    session = Session(
+        data, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=ledger, schema={"uid": "BIGINT", "x": "DOUBLE"}
+    )
 
     def say(text: str) -> None:
         sys.stdout.write(text + "\n")

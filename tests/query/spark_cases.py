@@ -31,8 +31,14 @@ def write_sources(directory: Path) -> tuple[Path, Path]:
 
 
 def reference_session(directory: Path) -> Session:
-    return Session(to_arrow(mixed_table()), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=directory / "reference.db",
-                   budget=ApproxDP(epsilon=1.0, delta=1e-6))
+    return Session(
+        to_arrow(mixed_table()),
+        max_partitions=1,
+        max_rows=1,
+        privacy_unit="uid",
+        ledger=directory / "reference.db",
+        budget=ApproxDP(epsilon=1.0, delta=1e-6),
+    )
 
 
 # Spark SQL settings for tiny tables: whole-stage code generation and adaptive execution cost more
@@ -48,12 +54,36 @@ def check_engines_agree(spark: Any, directory: Path, *, queries: tuple[int, ...]
     """``queries`` (indices into BACKEND_QUERIES) on a Parquet DataFrame, ``csv_queries`` on the CSV file."""
     parquet, csv = write_sources(directory)
     duck = reference_session(directory)
-    sources = [("spark parquet", Session(spark.read.parquet(str(parquet)), max_partitions=1, max_rows=1, privacy_unit="uid",
-                                         ledger=directory / "reference.db"), queries)]
+    sources = [
+        (
+            "spark parquet",
+            Session(
+                spark.read.parquet(str(parquet)),
+                max_partitions=1,
+                max_rows=1,
+                privacy_unit="uid",
+                ledger=directory / "reference.db",
+            ),
+            queries,
+        )
+    ]
     if csv_queries:
-        sources.append(("spark csv", Session(csv, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=directory / "reference.db",
-                                             engine="spark", spark=spark, schema=csv_schema(mixed_table())),
-                        csv_queries))
+        sources.append(
+            (
+                "spark csv",
+                Session(
+                    csv,
+                    max_partitions=1,
+                    max_rows=1,
+                    privacy_unit="uid",
+                    ledger=directory / "reference.db",
+                    engine="spark",
+                    spark=spark,
+                    schema=csv_schema(mixed_table()),
+                ),
+                csv_queries,
+            )
+        )
     try:
         for _, s, _ in sources:
             assert s.engine == "spark"
@@ -80,8 +110,14 @@ def check_end_to_end(spark: Any, directory: Path) -> None:
     kwargs = dict(epsilon=1.0, bounds={"x": (0.0, 10.0)}, max_partitions=5, max_rows=2,
                   keys={"k": ["a", "b", "c", "d", "zz"]})
     budget = ApproxDP(epsilon=2.0, delta=1e-6)
-    with Session(spark.read.parquet(str(parquet)), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=directory / "spark.db",
-                 budget=budget) as s:
+    with Session(
+        spark.read.parquet(str(parquet)),
+        max_partitions=1,
+        max_rows=1,
+        privacy_unit="uid",
+        ledger=directory / "spark.db",
+        budget=budget,
+    ) as s:
         r = s.sql(query, rng=insecure_seeded(42), **kwargs)
         assert r.engine == "spark" and r.insecure
         assert r.columns == ("k", "n", "m") and [row[0] for row in r.rows] == ["zz", "d", "c", "b", "a"]
@@ -110,7 +146,13 @@ def check_md5_refuses_double_keys_and_hash_order_still_bounds(spark: Any, tmp_pa
     pq.write_table(to_arrow(table), tmp_path / "d.parquet")
     duck = Session(to_arrow(table), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "l.db",
                    budget=ApproxDP(epsilon=1.0, delta=1e-6))
-    sp = Session(spark.read.parquet(str(tmp_path / "d.parquet")), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "l.db")
+    sp = Session(
+        spark.read.parquet(str(tmp_path / "d.parquet")),
+        max_partitions=1,
+        max_rows=1,
+        privacy_unit="uid",
+        ledger=tmp_path / "l.db",
+    )
     with pytest.raises(UnsupportedError, match="floating-point group keys"):
         duck.plan("SELECT g, COUNT(*) AS n FROM t GROUP BY g", epsilon=1.0, keys={"g": keys},
                   max_partitions=1, partition_order="md5")
@@ -143,8 +185,21 @@ def check_md5_order_agrees_for_decimal_date_timestamp_boolean_and_text_keys(spar
                       "ts": col(stamps, pa.timestamp("us")), "b": col([True, False, True, False], pa.bool_()),
                       "s": col(["é", "a|b", "", "x"], pa.string())})
     pq.write_table(table, tmp_path / "k.parquet")
-    duck = Session(table, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "l.db", budget=ApproxDP(epsilon=1.0, delta=1e-6))
-    sp = Session(spark.read.parquet(str(tmp_path / "k.parquet")), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "l.db")
+    duck = Session(
+        table,
+        max_partitions=1,
+        max_rows=1,
+        privacy_unit="uid",
+        ledger=tmp_path / "l.db",
+        budget=ApproxDP(epsilon=1.0, delta=1e-6),
+    )
+    sp = Session(
+        spark.read.parquet(str(tmp_path / "k.parquet")),
+        max_partitions=1,
+        max_rows=1,
+        privacy_unit="uid",
+        ledger=tmp_path / "l.db",
+    )
     plan = duck.plan("SELECT dk, dt, ts, b, s, COUNT(*) AS n FROM t GROUP BY dk, dt, ts, b, s", epsilon=1.0,
                      delta=1e-6, max_partitions=1, partition_order="md5")
     want = fetch_all(duck, plan)[0]

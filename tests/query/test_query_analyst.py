@@ -67,7 +67,9 @@ def _raw(session: Session, query: str, plan: Any = None, **kw: Any) -> dict[tupl
 
 # ------------------------------------------------------------------ joins with public tables
 def test_a_join_on_a_unique_public_key_is_a_row_level_map(tmp_path: Path, flights: pd.DataFrame) -> None:
-    query = "SELECT a.name, COUNT(*) AS n, SUM(x) AS s FROM t JOIN airlines AS a ON t.carrier = a.carrier GROUP BY a.name"
+    query = (
+        "SELECT a.name, COUNT(*) AS n, SUM(x) AS s FROM t JOIN airlines AS a ON t.carrier = a.carrier GROUP BY a.name"
+    )
     with _session(tmp_path, flights) as s:
         got = _raw(s, query, bounds={"x": (0, 100)}, max_partitions=4, max_rows=10_000,
                    keys={"name": ["American", "United", "Delta"]})
@@ -134,9 +136,15 @@ def test_having_and_arithmetic_are_post_processing_of_the_same_noisy_values(tmp_
                                                                              flights: pd.DataFrame) -> None:
     kw = dict(epsilon=1.0, bounds={"x": (0, 100)}, keys={"carrier": CARRIERS}, max_partitions=1, max_rows=5)
     with _session(tmp_path, flights) as s:
-        plain = s.sql("SELECT carrier, SUM(x) AS s, COUNT(*) AS n FROM t GROUP BY carrier", rng=insecure_seeded(4), **kw)
-        post = s.sql("SELECT carrier, SUM(x) / COUNT(*) AS ratio, SUM(x) * 2 + 1 AS twice, COUNT(*) AS n FROM t "
-                     "GROUP BY carrier HAVING COUNT(*) > 300 ORDER BY ratio DESC, carrier", rng=insecure_seeded(4), **kw)
+        plain = s.sql(
+            "SELECT carrier, SUM(x) AS s, COUNT(*) AS n FROM t GROUP BY carrier", rng=insecure_seeded(4), **kw
+        )
+        post = s.sql(
+            "SELECT carrier, SUM(x) / COUNT(*) AS ratio, SUM(x) * 2 + 1 AS twice, COUNT(*) AS n FROM t "
+            "GROUP BY carrier HAVING COUNT(*) > 300 ORDER BY ratio DESC, carrier",
+            rng=insecure_seeded(4),
+            **kw,
+        )
     by_key = {row[0]: row for row in plain.rows}
     want = sorted([k for k in CARRIERS if by_key[k][2] > 300], key=lambda k: -(by_key[k][1] / by_key[k][2]))
     assert [row[0] for row in post.rows] == want
@@ -144,7 +152,10 @@ def test_having_and_arithmetic_are_post_processing_of_the_same_noisy_values(tmp_
         _, s_, n_ = by_key[carrier]
         assert ratio == pytest.approx(s_ / n_) and twice == pytest.approx(2 * s_ + 1) and n == n_
         i = [row[0] for row in plain.rows].index(carrier)
-        (lo, hi), (tlo, thi) = plain.intervals["s"][i], post.intervals["twice"][[r[0] for r in post.rows].index(carrier)]
+        (lo, hi), (tlo, thi) = (
+            plain.intervals["s"][i],
+            post.intervals["twice"][[r[0] for r in post.rows].index(carrier)],
+        )
         assert (tlo, thi) == pytest.approx((2 * lo + 1, 2 * hi + 1))  # a monotone image of SUM's interval
     assert all(math.isnan(lo) and math.isnan(hi) for lo, hi in post.intervals["ratio"])  # two noisy values: none
     assert post.key_columns == ("carrier",)
@@ -255,13 +266,24 @@ def test_spark_answers_joins_per_unit_and_distinct_like_duckdb(tmp_path: Path, f
     spark = (SparkSession.builder.master("local[2]").appName("dpkit-analyst").config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "1").getOrCreate())
     queries = [
-        ("SELECT a.name, COUNT(*) AS n, SUM(x) AS s FROM t LEFT JOIN airlines a ON t.carrier = a.carrier GROUP BY a.name",
-         dict(bounds={"x": (0, 100)}, keys={"name": ["American", "United", "Delta", None]}, max_partitions=4,
-              max_rows=10_000)),
-        ("SELECT COUNT(*) AS units, SUM(n) AS total FROM (SELECT uid, COUNT(*) AS n FROM t GROUP BY uid) AS u",
-         dict(bounds={"n": (0, 20)})),
-        ("SELECT carrier, COUNT(DISTINCT tag) AS tags FROM t GROUP BY carrier",
-         dict(keys={"carrier": CARRIERS}, max_partitions=4, max_rows=10_000)),
+        (
+            "SELECT a.name, COUNT(*) AS n, SUM(x) AS s FROM t LEFT JOIN airlines a ON t.carrier = a.carrier "
+            "GROUP BY a.name",
+            dict(
+                bounds={"x": (0, 100)},
+                keys={"name": ["American", "United", "Delta", None]},
+                max_partitions=4,
+                max_rows=10_000,
+            ),
+        ),
+        (
+            "SELECT COUNT(*) AS units, SUM(n) AS total FROM (SELECT uid, COUNT(*) AS n FROM t GROUP BY uid) AS u",
+            dict(bounds={"n": (0, 20)}),
+        ),
+        (
+            "SELECT carrier, COUNT(DISTINCT tag) AS tags FROM t GROUP BY carrier",
+            dict(keys={"carrier": CARRIERS}, max_partitions=4, max_rows=10_000),
+        ),
     ]
     frame = flights.assign(d=pd.to_datetime(flights.d))
     with _session(tmp_path, frame, "duck") as duck, \

@@ -52,9 +52,22 @@ def test_every_duckdb_source_gives_the_same_raw_aggregates(sources: dict, tmp_pa
     query, kwargs = BACKEND_QUERIES[index]
     sessions = {}
     for name, data in sources.items():
-        extra = {"table": "events"} if name == "connection" else {"schema": csv_schema(mixed_table())} if name == "csv" else {}
-        sessions[name] = Session(data, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "l.db", **extra,
-                                 budget=None if sessions else _budget())
+        extra = (
+            {"table": "events"}
+            if name == "connection"
+            else {"schema": csv_schema(mixed_table())}
+            if name == "csv"
+            else {}
+        )
+        sessions[name] = Session(
+            data,
+            max_partitions=1,
+            max_rows=1,
+            privacy_unit="uid",
+            ledger=tmp_path / "l.db",
+            **extra,
+            budget=None if sessions else _budget(),
+        )
     try:
         plan = sessions["arrow"].plan(query, **kwargs)  # compiled again below for each source's relation
         want = fetch_all(sessions["arrow"], plan)
@@ -73,6 +86,14 @@ def test_every_duckdb_source_gives_the_same_raw_aggregates(sources: dict, tmp_pa
 
 def test_a_callers_connection_is_left_open(sources: dict, tmp_path: Path) -> None:
     con = sources["connection"]
-    with Session(con, max_partitions=1, max_rows=1, privacy_unit="uid", table="events", ledger=tmp_path / "l.db", budget=_budget()) as s:
+    with Session(
+        con,
+        max_partitions=1,
+        max_rows=1,
+        privacy_unit="uid",
+        table="events",
+        ledger=tmp_path / "l.db",
+        budget=_budget(),
+    ) as s:
         s.plan("SELECT COUNT(*) FROM events", epsilon=0.5)
     assert con.execute("SELECT COUNT(*) FROM events").fetchone()[0] == len(mixed_table()["uid"])

@@ -59,12 +59,12 @@ def test_counts_are_close_to_the_truth_at_epsilon_1(session: Session, flights: d
                     keys={"month": list(range(1, 13))}, max_partitions=12, max_rows=91, rng=insecure_seeded(1))
     truth = f[f.tailnum.notna()].groupby("month").size()
     assert r.bounding["units_over_max_rows"] < 3 * r.bounding["half_width"]
-    for (month, n), (lo, hi) in zip(r.rows, r.intervals["flights"]):
+    for (month, n), (_lo, hi) in zip(r.rows, r.intervals["flights"]):
         assert abs(n - truth[month]) <= 2 * (hi - n), (month, n, truth[month])
     joined = session.sql("SELECT a.name, COUNT(*) AS n FROM t JOIN airlines a ON t.carrier = a.carrier GROUP BY a.name",
                          epsilon=1.0, keys="airlines", max_partitions=2, max_rows=600, rng=insecure_seeded(2))
     by_carrier = f[f.tailnum.notna()].merge(flights["airlines"], on="carrier").groupby("name").size()
-    for (airline, n), (lo, hi) in zip(joined.rows, joined.intervals["n"]):
+    for (airline, n), (_lo, hi) in zip(joined.rows, joined.intervals["n"]):
         assert abs(n - by_carrier.get(airline, 0)) <= 2 * (hi - n)
 
 

@@ -86,7 +86,15 @@ def _integrity_ok(path: Path) -> None:
 
 
 def test_a_returned_result_is_already_committed_with_its_guarantee(data: Path, tmp_path: Path) -> None:
-    with Session(data, max_partitions=1, max_rows=1, privacy_unit="uid", schema=SCHEMA, ledger=tmp_path / "l.db", budget=ApproxDP(epsilon=1.0, delta=1e-6)) as s:
+    with Session(
+        data,
+        max_partitions=1,
+        max_rows=1,
+        privacy_unit="uid",
+        schema=SCHEMA,
+        ledger=tmp_path / "l.db",
+        budget=ApproxDP(epsilon=1.0, delta=1e-6),
+    ) as s:
         r = s.sql(QUERY, epsilon=0.25, keys=KEYS, rng=insecure_seeded(0))
         (entry,) = s.ledger.history()
         assert entry.state == "committed" and s.ledger.reserved_but_uncommitted() == ()
@@ -107,8 +115,11 @@ def test_a_returned_result_is_already_committed_with_its_guarantee(data: Path, t
 
 def test_budget_goes_down_across_two_sessions_on_one_file(data: Path, tmp_path: Path) -> None:
     path = tmp_path / "l.db"
-    first = Session(data, max_partitions=1, max_rows=1, privacy_unit="uid", schema=SCHEMA, ledger=path, budget=PureDP(1.0))
-    second = Session(data, max_partitions=1, max_rows=1, privacy_unit="uid", schema=SCHEMA, ledger=path)  # the stored budget
+    first = Session(
+        data, max_partitions=1, max_rows=1, privacy_unit="uid", schema=SCHEMA, ledger=path, budget=PureDP(1.0)
+    )
+    # the stored budget
+    second = Session(data, max_partitions=1, max_rows=1, privacy_unit="uid", schema=SCHEMA, ledger=path)
     try:
         first.sql(QUERY, epsilon=0.25, keys=KEYS, rng=insecure_seeded(0))
         assert second.remaining() == PureDP(0.75)
@@ -117,7 +128,10 @@ def test_budget_goes_down_across_two_sessions_on_one_file(data: Path, tmp_path: 
         with pytest.raises(BudgetExceededError):
             first.sql(QUERY, epsilon=0.5, keys=KEYS)
         with pytest.raises(ValueError, match="budget"):
-            Session(data, max_partitions=1, max_rows=1, privacy_unit="uid", schema=SCHEMA, ledger=path, budget=PureDP(2.0))  # a different budget is refused
+            # a different budget is refused
+            Session(
+                data, max_partitions=1, max_rows=1, privacy_unit="uid", schema=SCHEMA, ledger=path, budget=PureDP(2.0)
+            )
         assert [e.state for e in second.ledger.history()] == ["committed", "committed"]
     finally:
         first.close()
@@ -191,7 +205,8 @@ def test_sigkill_at_random_points_never_understates_the_spend(data: Path, tmp_pa
             assert ledger.spent() == PureDP((committed + reserved) * epsilon)  # a reserved row counts
             assert committed + reserved <= 32
         rest = (32 - committed - reserved) * epsilon
-        with Session(data, max_partitions=1, max_rows=1, privacy_unit="uid", schema=SCHEMA, ledger=path) as s:  # exactly the rest is still there
+        # exactly the rest is still there
+        with Session(data, max_partitions=1, max_rows=1, privacy_unit="uid", schema=SCHEMA, ledger=path) as s:
             assert s.remaining() == PureDP(rest)
             with pytest.raises(BudgetExceededError):
                 s.sql(QUERY, epsilon=rest + epsilon, keys=KEYS)

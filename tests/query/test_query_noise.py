@@ -57,8 +57,14 @@ def session(data, tmp_path_factory):  # noqa: ANN001, ANN201
     from dpkit.guarantees import ApproxDP
     from dpkit.query import Session
 
-    s = Session(to_arrow(data[0]), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path_factory.mktemp("noise") / "l.db",
-                budget=ApproxDP(epsilon=100.0, delta=1e-3))
+    s = Session(
+        to_arrow(data[0]),
+        max_partitions=1,
+        max_rows=1,
+        privacy_unit="uid",
+        ledger=tmp_path_factory.mktemp("noise") / "l.db",
+        budget=ApproxDP(epsilon=100.0, delta=1e-3),
+    )
     yield s
     s.close()
 
@@ -115,7 +121,7 @@ def test_sum_intervals_cover_about_95_percent_and_avg_at_least(session, data) ->
     for seed in range(100, 104):
         r = _run(session, "SELECT k, SUM(x) AS s, AVG(x) AS m FROM t GROUP BY k", seed, 8.0)
         assert r.confidence == 0.95
-        for (key, s, m), (s_lo, s_hi), (m_lo, m_hi) in zip(r.rows, r.intervals["s"], r.intervals["m"]):
+        for (key, _s, _m), (s_lo, s_hi), (m_lo, m_hi) in zip(r.rows, r.intervals["s"], r.intervals["m"]):
             want = truth[(key,)]
             sums.append(s_lo <= want["sum"] <= s_hi)
             if want["values"] > 0:

@@ -35,7 +35,14 @@ def _state(session: Session) -> tuple[Any, ...]:
 
 
 def _open(path: Path) -> Session:
-    s = Session(_frame(), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=path, budget=ApproxDP(epsilon=2.0, delta=1e-5))
+    s = Session(
+        _frame(),
+        max_partitions=1,
+        max_rows=1,
+        privacy_unit="uid",
+        ledger=path,
+        budget=ApproxDP(epsilon=2.0, delta=1e-5),
+    )
     s.sql("SELECT COUNT(*) AS n FROM t", epsilon=0.25, rng=insecure_seeded(0))  # a spend already on record
     return s
 
@@ -79,12 +86,20 @@ CASES = [  # (query, extra keyword arguments, exception, message pattern)
     ("SELECT DISTINCT k FROM t", {}, UnsupportedError, "DISTINCT"),
     ("SELECT SUM(x) OVER () FROM t", {"bounds": B}, UnsupportedError, "window function"),
     ("SELECT COUNT(*) FROM (SELECT * FROM t)", {}, UnsupportedError, "must group by the privacy unit"),
-    ("SELECT AVG(n) FROM (SELECT k, COUNT(*) AS n FROM t GROUP BY k) AS g", {"bounds": B}, UnsupportedError,
-     "must group by the privacy unit"),
+    (
+        "SELECT AVG(n) FROM (SELECT k, COUNT(*) AS n FROM t GROUP BY k) AS g",
+        {"bounds": B},
+        UnsupportedError,
+        "must group by the privacy unit",
+    ),
     ("SELECT COUNT(*) FROM t WHERE random() < 0.5", {}, UnsupportedError, "non-deterministic"),
     ("SELECT COUNT(*) FROM t WHERE now() > TIMESTAMP '2000-01-01'", {}, UnsupportedError, "non-deterministic"),
-    ("SELECT k, COUNT(*) FROM t GROUP BY k, FLOOR(random() * 3)", {"delta": 1e-6}, UnsupportedError,
-     "non-deterministic"),
+    (
+        "SELECT k, COUNT(*) FROM t GROUP BY k, FLOOR(random() * 3)",
+        {"delta": 1e-6},
+        UnsupportedError,
+        "non-deterministic",
+    ),
     ("SELECT uid, COUNT(*) FROM t GROUP BY uid", {"delta": 1e-6}, UnsupportedError, "privacy unit 'uid'"),
     ("SELECT COUNT(*) FROM t GROUP BY t.uid", {"delta": 1e-6}, UnsupportedError, "privacy unit 'uid'"),
     ("SELECT uid AS p, COUNT(*) FROM t GROUP BY p", {"delta": 1e-6}, UnsupportedError, "privacy unit 'uid'"),
@@ -123,15 +138,31 @@ CASES = [  # (query, extra keyword arguments, exception, message pattern)
     ("SELECT COUNT(*) FROM t", {"delta": math.nan}, ValueError, "delta must be finite"),
     ("SELECT COUNT(*) FROM t", {"delta": math.inf}, ValueError, "delta must be finite"),
     ("SELECT k, COUNT(*) FROM t GROUP BY k", {}, UnsupportedError, "needs delta > 0"),
-    ("SELECT COUNT(*) AS n, SUM(x) AS s FROM t", {"bounds": B, "split": {"n": 0.5, "s": 0.6}, "bounding_report": False}, ValueError,
-     "sum to 1"),
-    ("SELECT COUNT(*) AS n, SUM(x) AS s FROM t", {"bounds": B, "split": {"n": 0.5, "s": 0.4}, "bounding_report": False}, ValueError,
-     "sum to 1"),
+    (
+        "SELECT COUNT(*) AS n, SUM(x) AS s FROM t",
+        {"bounds": B, "split": {"n": 0.5, "s": 0.6}, "bounding_report": False},
+        ValueError,
+        "sum to 1",
+    ),
+    (
+        "SELECT COUNT(*) AS n, SUM(x) AS s FROM t",
+        {"bounds": B, "split": {"n": 0.5, "s": 0.4}, "bounding_report": False},
+        ValueError,
+        "sum to 1",
+    ),
     ("SELECT COUNT(*) AS n, SUM(x) AS s FROM t", {"bounds": B, "split": {"n": 1.0}}, ValueError, "missing"),
-    ("SELECT COUNT(*) AS n, SUM(x) AS s FROM t", {"bounds": B, "split": {"n": math.nan, "s": 1.0}, "bounding_report": False}, ValueError,
-     "sum to 1"),
-    ("SELECT COUNT(*) AS n, SUM(x) AS s FROM t", {"bounds": B, "split": {"n": 1.5, "s": -0.5}, "bounding_report": False}, ValueError,
-     "> 0"),
+    (
+        "SELECT COUNT(*) AS n, SUM(x) AS s FROM t",
+        {"bounds": B, "split": {"n": math.nan, "s": 1.0}, "bounding_report": False},
+        ValueError,
+        "sum to 1",
+    ),
+    (
+        "SELECT COUNT(*) AS n, SUM(x) AS s FROM t",
+        {"bounds": B, "split": {"n": 1.5, "s": -0.5}, "bounding_report": False},
+        ValueError,
+        "> 0",
+    ),
     ("SELECT COUNT(*) AS n FROM t", {"split": {"n": 0.5, "partition_selection": 0.5}}, ValueError, "unknown"),
     ("SELECT COUNT(*) FROM t", {"confidence": 1.0}, ValueError, "confidence"),
     ("SELECT COUNT(*) FROM t", {"confidence": math.nan}, ValueError, "confidence"),
@@ -171,7 +202,9 @@ def test_functions_that_raise_on_some_rows_are_refused_before_anything_runs(tmp_
     d = pd.DataFrame({"uid": [1, 2, 42], "x": [1.0, 2.0, 500.0]})
     query = "SELECT COUNT(*) AS n FROM t WHERE CASE WHEN x > 100 THEN error('found') ELSE TRUE END"
     for table, name in ((d, "d"), (d.iloc[:2], "d2")):
-        with Session(table, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / f"{name}.db", budget=PureDP(1.0)) as s:
+        with Session(
+            table, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / f"{name}.db", budget=PureDP(1.0)
+        ) as s:
             said: list[str] = []
             with pytest.raises(UnsupportedError, match="raises an error on some rows"):
                 s.sql(query, epsilon=0.5, rng=insecure_seeded(0), progress=said.append)
@@ -185,7 +218,9 @@ def test_a_cast_that_fails_on_one_row_gives_null_not_an_error(tmp_path: Path) ->
     query = "SELECT COUNT(*) AS n FROM t WHERE CAST(k AS INTEGER) > 0"
     raw = []
     for table, name in ((d, "d"), (d.iloc[:2], "d2")):
-        with Session(table, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / f"{name}.db", budget=PureDP(1.0)) as s:
+        with Session(
+            table, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / f"{name}.db", budget=PureDP(1.0)
+        ) as s:
             assert "TRY_CAST" in s.plan(query, epsilon=0.5).sql
             s.sql(query, epsilon=0.5, rng=insecure_seeded(0))
             assert s.remaining() == PureDP(0.5)
@@ -205,7 +240,9 @@ def test_an_engine_failure_after_the_data_is_read_is_charged(tmp_path: Path) -> 
     con = duckdb.connect()
     con.execute("CREATE TABLE base AS SELECT range AS uid, range % 7 AS x FROM range(100)")
     con.execute("CREATE VIEW v AS SELECT uid, CASE WHEN uid = 42 THEN error('bob was here') ELSE x END AS x FROM base")
-    with Session(con, table="v", max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "l.db", budget=PureDP(1.0)) as s:
+    with Session(
+        con, table="v", max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "l.db", budget=PureDP(1.0)
+    ) as s:
         with pytest.raises(DataDependentFailure, match="is spent") as e:
             s.sql("SELECT COUNT(x) AS n FROM v", epsilon=0.5)
         assert "bob" not in str(e.value) and "Exception" not in str(e.value)
@@ -221,7 +258,9 @@ def test_whether_a_query_fails_does_not_depend_on_one_unit(tmp_path: Path, where
     d = pd.DataFrame({"uid": [1, 2, 42], "z": [1, 1, 0]})
     outcomes = []
     for table, name in ((d, "d"), (d.iloc[:2], "d2")):
-        with Session(table, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / f"{name}.db", budget=PureDP(1.0)) as s:
+        with Session(
+            table, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / f"{name}.db", budget=PureDP(1.0)
+        ) as s:
             try:
                 s.sql(f"SELECT COUNT(*) AS n FROM t WHERE {where}", epsilon=0.5, rng=insecure_seeded(0))
                 outcomes.append("answer")
@@ -235,8 +274,14 @@ def test_bounds_too_large_to_sum_safely_are_refused_on_both_neighbours(tmp_path:
     them on both, before anything runs or is spent."""
     kwargs = dict(epsilon=0.25, bounds={"x": (0.0, 1e308)}, rng=insecure_seeded(0))
     for x, name in (([1e308, 0.0], "d2"), ([1e308, 1e308], "d")):
-        with Session(pd.DataFrame({"uid": [1, 2], "x": x}), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / f"{name}.db",
-                     budget=PureDP(1.0)) as s:
+        with Session(
+            pd.DataFrame({"uid": [1, 2], "x": x}),
+            max_partitions=1,
+            max_rows=1,
+            privacy_unit="uid",
+            ledger=tmp_path / f"{name}.db",
+            budget=PureDP(1.0),
+        ) as s:
             with pytest.raises(ValueError, match="must lie within"):
                 s.sql("SELECT SUM(x) AS s FROM t", **kwargs)
             assert s.ledger.history() == ()
@@ -260,7 +305,9 @@ def test_an_empty_table_is_answered_like_any_other(tmp_path: Path) -> None:
     one = pd.DataFrame({"uid": pd.Series([7], dtype="int64"), "x": pd.Series([1.0], dtype="float64")})
     shapes = []
     for name, table in (("empty", empty), ("one", one)):
-        with Session(table, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / f"{name}.db", budget=PureDP(1.0)) as s:
+        with Session(
+            table, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / f"{name}.db", budget=PureDP(1.0)
+        ) as s:
             r = s.sql("SELECT COUNT(*) AS n, SUM(x) AS s FROM t", epsilon=0.5, bounds={"x": (0, 1)},
                       rng=insecure_seeded(0))
             assert s.remaining() == PureDP(0.5)
@@ -269,7 +316,9 @@ def test_an_empty_table_is_answered_like_any_other(tmp_path: Path) -> None:
 
 
 def test_a_delta_query_against_a_pure_budget_is_refused(tmp_path: Path) -> None:
-    with Session(_frame(), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "l.db", budget=PureDP(1.0)) as s:
+    with Session(
+        _frame(), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "l.db", budget=PureDP(1.0)
+    ) as s:
         with pytest.raises(UnsupportedError, match="pure epsilon-DP"):
             s.sql("SELECT k, COUNT(*) FROM t GROUP BY k", epsilon=0.5, delta=1e-6)
         assert s.ledger.history() == () and s.remaining() == PureDP(1.0)
@@ -277,7 +326,9 @@ def test_a_delta_query_against_a_pure_budget_is_refused(tmp_path: Path) -> None:
 
 def test_privacy_unit_must_be_a_column(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="privacy unit column 'user'"):
-        Session(_frame(), max_partitions=1, max_rows=1, privacy_unit="user", ledger=tmp_path / "l.db", budget=PureDP(1.0))
+        Session(
+            _frame(), max_partitions=1, max_rows=1, privacy_unit="user", ledger=tmp_path / "l.db", budget=PureDP(1.0)
+        )
 
 
 def test_exhausted_budget_refuses_before_running(session: Session) -> None:

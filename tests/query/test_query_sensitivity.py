@@ -48,7 +48,9 @@ def check_neighbours(ledger: SQLiteLedger, table: Table, units: list[object], pl
     main_d, hist_d = engine_answer(big, plan)
     largest: dict[str, float] = {}
     for unit in units:
-        small = Session(to_arrow(without_unit(table, "uid", unit)), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=ledger)
+        small = Session(
+            to_arrow(without_unit(table, "uid", unit)), max_partitions=1, max_rows=1, privacy_unit="uid", ledger=ledger
+        )
         assert big._backend.relation == small._backend.relation  # the same statement runs on both
         main_n, hist_n = engine_answer(small, plan)
         for p, d in _compare(plan, main_d, hist_d, main_n, hist_n).items():

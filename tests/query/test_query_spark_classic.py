@@ -64,8 +64,17 @@ def test_a_spark_catalog_table_by_name(spark: Any, tmp_path: Path) -> None:
     parquet, _ = write_sources(tmp_path)
     spark.read.parquet(str(parquet)).createOrReplaceTempView("dpkit_events")
     try:
-        with Session(None, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / "l.db", budget=ApproxDP(epsilon=1.0, delta=1e-6),
-                     engine="spark", spark=spark, table="dpkit_events") as s:
+        with Session(
+            None,
+            max_partitions=1,
+            max_rows=1,
+            privacy_unit="uid",
+            ledger=tmp_path / "l.db",
+            budget=ApproxDP(epsilon=1.0, delta=1e-6),
+            engine="spark",
+            spark=spark,
+            table="dpkit_events",
+        ) as s:
             assert s.engine == "spark"
             r = s.sql("SELECT COUNT(*) AS n FROM dpkit_events", epsilon=0.5, rng=insecure_seeded(0))
             assert r.engine == "spark" and len(r.rows) == 1

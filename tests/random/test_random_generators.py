@@ -198,7 +198,9 @@ def _refused_operations(rng: SecureGenerator) -> dict[str, object]:
         "bg._seed_from_seq": lambda: bg._seed_from_seq(np.random.SeedSequence(0)),
         "bg._seed_with_seed_sequence": lambda: bg._seed_with_seed_sequence(0),
         "bg._configure_from_state": lambda: bg._configure_from_state(_parent_state(sibling)),
-        "bg.use_simd / use_aesni = False": lambda: setattr(bg, "use_aesni" if rng.cipher == "aes128" else "use_simd", False),
+        "bg.use_simd / use_aesni = False": lambda: setattr(
+            bg, "use_aesni" if rng.cipher == "aes128" else "use_simd", False
+        ),
         "bg.__class__ = ...": lambda: setattr(bg, "__class__", type(sibling.bit_generator)),
         "rng.__setstate__(state)": lambda: rng.__setstate__(_parent_state(sibling)),
         "rng.__setstate__(bit generator)": lambda: rng.__setstate__(np.random.PCG64(0)),

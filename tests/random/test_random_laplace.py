@@ -97,7 +97,9 @@ def test_table_entries_within_stated_rounding(scale: float, two_sided: bool) -> 
             if value == Fraction(2) ** -80:
                 assert exact <= value
             else:
-                assert abs(value - exact) <= Fraction(101, 100) * Fraction(1, 2**53) * exact + Fraction(hi - lo, 1 << 300)
+                assert abs(value - exact) <= Fraction(101, 100) * Fraction(1, 2**53) * exact + Fraction(
+                    hi - lo, 1 << 300
+                )
 
 
 @pytest.mark.parametrize(("scale", "two_sided"), [(0.7, True), (5.0, False), (3000.0, True), (2.0**20, False)])

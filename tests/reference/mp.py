@@ -56,7 +56,7 @@ def _crossings(lp, lq, points, eps):
     """Points where the log-ratio crosses eps (kinks of (p - e^eps q)_+), by bracketing."""
     pts = sorted(points)
     span = max(pts[-1] - pts[0], 1)
-    grid = [pts[0] - 200 * span + i * span for i in range(0, 200)] + pts
+    grid = [pts[0] - 200 * span + i * span for i in range(200)] + pts
     grid += [pts[-1] + i * span for i in range(1, 200)]
     grid = sorted(set(grid))
     cross = []

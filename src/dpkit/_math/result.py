@@ -95,7 +95,9 @@ class Estimate(float):
         obj = float.__new__(cls, value)
         if kind == "interval":
             if lower is None:
-                raise InvalidArgumentError("an interval Estimate needs its lower end: Estimate(upper, kind='interval', lower=...).")
+                raise InvalidArgumentError(
+                    "an interval Estimate needs its lower end: Estimate(upper, kind='interval', lower=...)."
+                )
             lo = float(lower)
             if not (lo <= float(obj)):
                 raise InvalidArgumentError(f"an interval needs lower <= value; got lower={lo}, value={float(obj)}.")

@@ -57,11 +57,15 @@ from dpkit.accounting.pld import (
     delta_interval,
     epsilon_interval,
     pld_from_pair,
-    pld_poisson_subsampled,
-    subsampled_epsilon_interval,
 )
 from dpkit.accounting.sampled_gaussian import sampled_gaussian_rdp
-from dpkit.accounting.subsampling import SubsampledInterval, pld_subsampled, subsampling_method
+from dpkit.accounting.subsampling import (
+    SubsampledInterval,
+    pld_poisson_subsampled,
+    pld_subsampled,
+    subsampled_epsilon_interval,
+    subsampling_method,
+)
 
 __all__ = [
     "Accountant",

@@ -106,9 +106,11 @@ def discretize(i_lo: int, n: int, grid: float, half_p: Array | None, half_q: Arr
         raise InvalidArgumentError("a grid needs at least two points.")
     losses = (i_lo + np.arange(n)) * g
     if max(abs(float(losses[0])), abs(float(losses[-1]))) > 705.0:
-        raise InvalidArgumentError(f"the grid reaches losses of {max(abs(float(losses[0])), abs(float(losses[-1]))):.4g}; "
-                         "beyond 705, e^-loss over- or underflows: cut the law's range (its tails are bounded "
-                         "separately) or use a closed form for so small a noise.")
+        raise InvalidArgumentError(
+            f"the grid reaches losses of {max(abs(float(losses[0])), abs(float(losses[-1]))):.4g}; "
+            "beyond 705, e^-loss over- or underflows: cut the law's range (its tails are bounded "
+            "separately) or use a closed form for so small a noise."
+        )
     y = np.exp(-losses)
     one_minus = -math.expm1(-g)  # 1 - e^{-g}
     h = y[:-1] * one_minus  # y_j - y_{j+1}

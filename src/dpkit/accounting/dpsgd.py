@@ -84,7 +84,7 @@ def _check_steps(t: object, name: str = "steps") -> int:
     return int(t)
 
 
-def _check_scheme(sampling: object, neighboring: object) -> tuple[str, str]:
+def check_scheme(sampling: object, neighboring: object) -> tuple[str, str]:
     s = str(getattr(sampling, "value", sampling))
     n = str(getattr(neighboring, "value", neighboring))
     if s not in ("poisson", "without_replacement"):
@@ -92,8 +92,10 @@ def _check_scheme(sampling: object, neighboring: object) -> tuple[str, str]:
     if n not in ("add_remove", "substitute"):
         raise InvalidArgumentError(f"neighboring must be 'add_remove' or 'substitute'; got {neighboring!r}.")
     if (s, n) == ("without_replacement", "add_remove"):
-        raise InvalidArgumentError("fixed-size batches (sampling without replacement) are accounted for with substitution "
-                         "neighbours only; use neighboring='substitute' or sampling='poisson'.")
+        raise InvalidArgumentError(
+            "fixed-size batches (sampling without replacement) are accounted for with substitution "
+            "neighbours only; use neighboring='substitute' or sampling='poisson'."
+        )
     return s, n
 
 
@@ -116,7 +118,7 @@ class DPSGDStep:
         object.__setattr__(self, "sigma", _check_sigma(self.sigma))
         object.__setattr__(self, "sampling_rate", _check_rate(self.sampling_rate))
         object.__setattr__(self, "steps", _check_steps(self.steps))
-        _check_scheme(self.sampling, self.neighboring)
+        check_scheme(self.sampling, self.neighboring)
 
     @property
     def name(self) -> str:
@@ -159,7 +161,9 @@ def _schedule(sigma: object, sampling_rate: object, steps: object, schedule: Seq
               sampling: object, neighboring: object) -> list[DPSGDStep]:
     if schedule is not None:
         if sigma is not None or sampling_rate is not None or steps is not None:
-            raise InvalidArgumentError("give either schedule=[DPSGDStep(...), ...] or sigma, sampling_rate and steps, not both.")
+            raise InvalidArgumentError(
+                "give either schedule=[DPSGDStep(...), ...] or sigma, sampling_rate and steps, not both."
+            )
         phases = list(schedule)
         if not phases:
             raise InvalidArgumentError("schedule is empty; give at least one DPSGDStep.")
@@ -168,11 +172,13 @@ def _schedule(sigma: object, sampling_rate: object, steps: object, schedule: Seq
                 raise ArgumentTypeError(f"schedule entries must be DPSGDStep; got {type(p).__name__}.")
         kinds = {(p.sampling, p.neighboring) for p in phases}
         if len(kinds) > 1:
-            raise InvalidArgumentError("every phase of a schedule must use the same sampling and neighbouring relation.")
+            raise InvalidArgumentError(
+                "every phase of a schedule must use the same sampling and neighbouring relation."
+            )
         return phases
     if sigma is None or sampling_rate is None or steps is None:
         raise InvalidArgumentError("give sigma, sampling_rate and steps (or a schedule).")
-    s, n = _check_scheme(sampling, neighboring)
+    s, n = check_scheme(sampling, neighboring)
     return [DPSGDStep(sigma=sigma, sampling_rate=sampling_rate, steps=steps,  # type: ignore[arg-type]
                       sampling=s, neighboring=n)]  # type: ignore[arg-type]
 
@@ -306,7 +312,9 @@ def dpsgd_rdp_epsilon(*, delta: float, sigma: float, sampling_rate: float, steps
                                orders=FRACTIONAL_ORDERS if orders is None else orders)
     curve = RenyiDP(orders=list(one.orders), epsilons=[t * float(one.epsilon(a)) * (1 + 1e-15) for a in one.orders])
     eps = rdp_to_approx_dp(curve, delta=d).epsilon
-    return Estimate(float(eps), kind="upper", method=f"RDP (MTZ 2019, fractional orders) + CKS conversion; {eps.method}")
+    return Estimate(
+        float(eps), kind="upper", method=f"RDP (MTZ 2019, fractional orders) + CKS conversion; {eps.method}"
+    )
 
 
 def dpsgd_epsilon_curve(*, delta: float, sigma: float, sampling_rate: float, steps: Sequence[int],
@@ -412,7 +420,7 @@ def calibrate_sigma(*, epsilon: float, delta: float, sampling_rate: float, steps
     q = _check_rate(sampling_rate)
     t = _check_steps(steps)
     s_max = check_positive("sigma_max", sigma_max)
-    s, n = _check_scheme(sampling, neighboring)
+    s, n = check_scheme(sampling, neighboring)
 
     def phase(sig: float) -> DPSGDStep:
         return DPSGDStep(sigma=sig, sampling_rate=q, steps=t, sampling=s, neighboring=n)  # type: ignore[arg-type]
@@ -426,9 +434,11 @@ def calibrate_sigma(*, epsilon: float, delta: float, sampling_rate: float, steps
     if at_max > e:
         at_max = min(at_max, _upper_at(phase(s_max), d, None))
     if at_max > e:
-        raise InvalidArgumentError(f"epsilon={e:g} at delta={d:g} is not reachable with sigma <= sigma_max={s_max:g}: there "
-                         f"epsilon is {at_max:.6g} after {t} steps at q={q:g}; raise sigma_max, lower the number "
-                         "of steps or the sampling rate, or accept a larger epsilon.")
+        raise InvalidArgumentError(
+            f"epsilon={e:g} at delta={d:g} is not reachable with sigma <= sigma_max={s_max:g}: there "
+            f"epsilon is {at_max:.6g} after {t} steps at q={q:g}; raise sigma_max, lower the number "
+            "of steps or the sampling rate, or accept a larger epsilon."
+        )
     # a feasible sigma: the RDP calibration (its epsilon is an upper bound), else sigma_max
     hi_s = _bracket_sigma(rdp, e, s_max) if rdp_ok else s_max
     dirs, _, _ = _directions([phase(hi_s)])
@@ -542,7 +552,7 @@ def calibrate_sampling_rate(*, epsilon: float, delta: float, sigma: float, steps
     e, d = _check_target(epsilon, delta)
     sig = _check_sigma(sigma)
     t = _check_steps(steps)
-    s, n = _check_scheme(sampling, neighboring)
+    s, n = check_scheme(sampling, neighboring)
 
     def phase(q: float) -> DPSGDStep:
         return DPSGDStep(sigma=sig, sampling_rate=q, steps=t, sampling=s, neighboring=n)  # type: ignore[arg-type]
@@ -554,8 +564,10 @@ def calibrate_sampling_rate(*, epsilon: float, delta: float, sigma: float, steps
     while _upper_at(phase(lo_q), d, None) > e:
         lo_q /= 10.0
         if lo_q < 1e-12:
-            raise InvalidArgumentError(f"epsilon={e:g} at delta={d:g} is not reachable with any sampling rate down to 1e-12 "
-                             f"at sigma={sig:g}, {t} steps; raise sigma or lower the number of steps.")
+            raise InvalidArgumentError(
+                f"epsilon={e:g} at delta={d:g} is not reachable with any sampling rate down to 1e-12 "
+                f"at sigma={sig:g}, {t} steps; raise sigma or lower the number of steps."
+            )
     dirs, _, _ = _directions([phase(lo_q)])
     grid = None if dirs is None else _solve.grid_for(dirs, d, _solve.GRID_FACTOR)
 
@@ -587,7 +599,7 @@ def calibrate_steps(*, epsilon: float, delta: float, sigma: float, sampling_rate
     e, d = _check_target(epsilon, delta)
     sig = _check_sigma(sigma)
     q = _check_rate(sampling_rate)
-    s, n = _check_scheme(sampling, neighboring)
+    s, n = check_scheme(sampling, neighboring)
 
     def phase(t: int) -> DPSGDStep:
         return DPSGDStep(sigma=sig, sampling_rate=q, steps=t, sampling=s, neighboring=n)  # type: ignore[arg-type]

@@ -5,7 +5,8 @@ exactly the Gaussian pair with :math:`\mu = \sqrt{\sum_i k_i \Delta_i^2/\sigma_i
 Gaussian and add; Dong, Roth, Su 2022, "Gaussian differential privacy", arXiv 1905.02383, Cor 2), whose
 profile is (Balle & Wang 2018, arXiv 1805.06530, Thm 8)
 
-.. math:: \delta(\varepsilon) = \Phi(a) - e^{\varepsilon}\Phi(b),\qquad a = \mu/2 - \varepsilon/\mu,\ b = -\mu/2 - \varepsilon/\mu.
+.. math:: \delta(\varepsilon) = \Phi(a) - e^{\varepsilon}\Phi(b),\qquad
+          a = \mu/2 - \varepsilon/\mu,\ b = -\mu/2 - \varepsilon/\mu.
 
 Computation.  Since :math:`\varepsilon - b^2/2 = -a^2/2`, :math:`\delta = \tfrac12 e^{-a^2/2}
 [\mathrm{erfcx}(-a/\sqrt2) - \mathrm{erfcx}(-b/\sqrt2)]` with no overflow and no floor: ln delta is formed

@@ -52,13 +52,15 @@ from scipy import fft as sp_fft
 from dpkit._math import Estimate, check_delta, check_finite, check_positive
 from dpkit.accounting._pld_discretize import LossLaw, discretize, discretize_law, gaussian_law, laplace_law
 from dpkit.distributions import Distribution
-from dpkit.divergences._closed import DiscreteGaussianShift, DiscreteLaplaceShift, GaussianShift, LaplaceShift
-from dpkit.divergences._dispatch import evaluator
-from dpkit.divergences._numeric import FinitePair
-from dpkit.errors import UnsupportedError
+from dpkit.divergences.pairs import DiscreteGaussianShift, DiscreteLaplaceShift, GaussianShift, LaplaceShift
+from dpkit.divergences import evaluator
+from dpkit.divergences.pairs import FinitePair
+from dpkit.errors import DpkitError, UnsupportedError
 
+# pld_poisson_subsampled and subsampled_epsilon_interval live in dpkit.accounting.subsampling (re-exported by
+# dpkit.accounting); listing them here made ``from dpkit.accounting.pld import *`` raise AttributeError.
 __all__ = ["PLD", "Interval", "aligned_grid", "compose_many", "default_grid", "delta_interval", "epsilon_interval",
-           "pld_from_pair", "pld_poisson_subsampled", "subsampled_epsilon_interval"]
+           "pld_from_pair"]
 
 _U = 2.0**-53
 #: unit roundoff of numpy.longdouble (2^-64 on x86-64; equal to _U where longdouble is double)
@@ -353,9 +355,9 @@ def compose_many(parts: Sequence[tuple[PLD, int]]) -> PLD:
         m = np.maximum(p.mass, 0.0)
         tot = float(m.sum())
         if tot > 0:
-            l = p.losses
-            mu = float(np.dot(m, l)) / tot
-            sd2 += k * float(np.dot(m, (l - mu) ** 2)) / tot
+            losses = p.losses
+            mu = float(np.dot(m, losses)) / tot
+            sd2 += k * float(np.dot(m, (losses - mu) ** 2)) / tot
             mean += k * mu
         lo_support += k * p.offset
         hi_support += k * (p.offset + p.mass.size - 1)
@@ -476,7 +478,7 @@ def _pair_plds(P: Distribution, Q: Distribution, grid: float, tail: float,
             return tuple(_from_atoms(np.zeros(1), np.ones(1), 0.0, grid, w, tail) for w in which)
         return _from_law(gaussian_law(ev.mu, tail), grid, tail, which)
     if isinstance(ev, DiscreteLaplaceShift):
-        arrays = ev._atoms()
+        arrays = ev.atoms()
         loss, mass, inf = arrays.loss, arrays.p_live, arrays.mass_inf
     elif isinstance(ev, DiscreteGaussianShift):
         reach = int(math.ceil(39.0 * ev.sigma)) + 2 + ev.d
@@ -555,7 +557,9 @@ def _loss_scale(P: Distribution, Q: Distribution) -> float:
 
     try:
         v = float(kl(P, Q))
-    except Exception:  # pragma: no cover - any pair without a KL path
+    # a pair without a KL path (UnsupportedError) or whose KL fails numerically
+    # (overflow, NumericalAccuracyError, or numpy's RuntimeWarning where warnings are errors): a scale of 1
+    except (DpkitError, ArithmeticError, ValueError, RuntimeWarning):  # pragma: no cover
         return 1.0
     return math.sqrt(2.0 * v) if 0.0 < v < math.inf else 1.0
 
@@ -579,7 +583,9 @@ def _interval(lower: float, upper: float, what: str) -> Interval:
         if lower - upper <= 1e-12 * max(1.0, abs(upper)):
             lower = upper  # both ends certified: they can cross only by the last rounding of a bisection
         else:
-            raise ArithmeticError(f"inconsistent {what} bracket: lower {lower!r} > upper {upper!r}; please report this.")
+            raise ArithmeticError(
+                f"inconsistent {what} bracket: lower {lower!r} > upper {upper!r}; please report this."
+            )
     return Interval(lower, upper)
 
 
@@ -648,8 +654,3 @@ def delta_interval(P: Distribution, Q: Distribution, *, k: int = 1, epsilon: flo
     upper = max(hi.delta(e) for hi, _ in plds)
     lower = max(lo.delta(e) for _, lo in plds)
     return _interval(float(lower), float(upper), "delta")
-
-
-# amplification by subsampling lives in its own module; re-exported here (the package imports this
-# module first, so the cycle resolves)
-from dpkit.accounting.subsampling import pld_poisson_subsampled, subsampled_epsilon_interval  # noqa: E402

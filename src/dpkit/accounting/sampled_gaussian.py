@@ -20,7 +20,8 @@ the integral at z0 = s^2 ln(1/q - 1) + 1/2, where q mu1 = (1 - q) mu0, and expan
 mu0^{1-j} mu1^j = e^{(j^2 - j)/(2 s^2)} N(j, s^2) this gives
 
     A_alpha = sum_{k>=0} C(alpha, k) [ (1-q)^{alpha-k} q^k e^{(k^2-k)/(2 s^2)} Phi((z0 - k)/s)
-                                     + q^{alpha-k} (1-q)^k e^{((alpha-k)^2-(alpha-k))/(2 s^2)} Phi((alpha - k - z0)/s) ],
+                                     + q^{alpha-k} (1-q)^k e^{((alpha-k)^2-(alpha-k))/(2 s^2)}
+                                       Phi((alpha - k - z0)/s) ],
 
 an alternating series for k > alpha whose terms fall off like Phi of a growing negative argument.
 The positive and negative terms are summed apart in log space; the series is cut where the next
@@ -133,8 +134,8 @@ def sampled_gaussian_rdp(*, sigma: float, sampling_rate: float, orders: Iterable
 
     References
     ----------
-    Mironov, Talwar, Zhang 2019, arXiv 1908.10530, sec. 3.3 (integer and fractional orders); Mironov 2017, arXiv 1702.07476, Prop 7
-    (the Gaussian at q = 1).
+    Mironov, Talwar, Zhang 2019, arXiv 1908.10530, sec. 3.3 (integer and fractional orders); Mironov 2017,
+    arXiv 1702.07476, Prop 7 (the Gaussian at q = 1).
 
     Examples
     --------

@@ -71,9 +71,9 @@ from dpkit._math import check_delta, check_positive
 from dpkit.accounting._pld_discretize import LossLaw, gaussian_law, laplace_law
 from dpkit.accounting.pld import PLD, Interval, _check_grid_tail, _check_k, _from_law, _loss_scale, default_grid
 from dpkit.distributions import Distribution
-from dpkit.divergences._closed import DiscreteLaplaceShift, GaussianShift, LaplaceShift
-from dpkit.divergences._dispatch import evaluator
-from dpkit.divergences._numeric import FinitePair
+from dpkit.divergences.pairs import DiscreteLaplaceShift, GaussianShift, LaplaceShift
+from dpkit.divergences import evaluator
+from dpkit.divergences.pairs import FinitePair
 from dpkit.errors import InvalidArgumentError, UnsupportedError
 
 __all__ = ["SubsampledInterval", "pld_poisson_subsampled", "pld_subsampled", "subsampled_epsilon_interval",
@@ -150,7 +150,7 @@ def _atoms_law(p: Array, q: Array) -> LossLaw:
     def cells(e: Array) -> tuple[Array, Array]:
         return np.zeros(e.size - 1), np.zeros(e.size - 1)
 
-    atoms = tuple((float(l), float(a), float(b)) for l, a, b in zip(loss, p, q))
+    atoms = tuple((float(x), float(a), float(b)) for x, a, b in zip(loss, p, q))
     return LossLaw(cells, atoms, lo, hi)
 
 
@@ -162,7 +162,7 @@ def _base_law(P: Distribution, Q: Distribution, tail: float) -> LossLaw:
     if isinstance(ev, LaplaceShift) and ev.t > 0:
         return laplace_law(ev.t)
     if isinstance(ev, DiscreteLaplaceShift) and ev.d != 0:
-        arrays = ev._atoms()
+        arrays = ev.atoms()
         return _atoms_law(arrays.p, arrays.q)
     if isinstance(ev, FinitePair):
         return _atoms_law(ev.arrays.p, ev.arrays.q)
@@ -171,11 +171,11 @@ def _base_law(P: Distribution, Q: Distribution, tail: float) -> LossLaw:
         f"and finite pairs; got ({type(P).__name__}, {type(Q).__name__})."
     )
 
-def _g(l: Array | float, q: float) -> Array:
-    """ln(1 - q + q e^l), the loss of the remove-direction mixture as a function of the base loss."""
-    l = np.asarray(l, dtype=np.float64)
+def _g(base_loss: Array | float, q: float) -> Array:
+    """ln(1 - q + q e^l), the loss of the remove-direction mixture as a function of the base loss l."""
+    x = np.asarray(base_loss, dtype=np.float64)
     with np.errstate(over="ignore"):
-        return np.where(l > 0, l + np.log(q + (1.0 - q) * np.exp(-np.abs(l))), np.log1p(q * np.expm1(l)))
+        return np.where(x > 0, x + np.log(q + (1.0 - q) * np.exp(-np.abs(x))), np.log1p(q * np.expm1(x)))
 
 
 def _g_inv(L: Array, q: float) -> Array:
@@ -204,7 +204,7 @@ def _mixture_law(base: LossLaw, q: float, direction: str) -> LossLaw:
             bp, bq = base.cells(_g_inv(e, q))
             return q * bp + (1.0 - q) * bq, bq
 
-        atoms = [(float(_g(l, q)), q * pa + (1.0 - q) * qa, qa) for l, pa, qa in base.atoms]
+        atoms = [(float(_g(x, q)), q * pa + (1.0 - q) * qa, qa) for x, pa, qa in base.atoms]
         lo, hi = float(_g(base.lo, q)), float(_g(base.hi, q))
         inf_mass = q * base.infinity_mass
     else:
@@ -213,10 +213,10 @@ def _mixture_law(base: LossLaw, q: float, direction: str) -> LossLaw:
             bp, bq = base.cells(_g_inv(-e[::-1], q))
             return bq[::-1], (q * bp + (1.0 - q) * bq)[::-1]
 
-        atoms = [(-float(_g(l, q)), qa, q * pa + (1.0 - q) * qa) for l, pa, qa in base.atoms]
+        atoms = [(-float(_g(x, q)), qa, q * pa + (1.0 - q) * qa) for x, pa, qa in base.atoms]
         lo, hi = -float(_g(base.hi, q)), -float(_g(base.lo, q))
         inf_mass = 0.0  # Q has no mass where the base loss is +inf
-    inf_mass += sum(m for l, m, _ in atoms if l == math.inf)
+    inf_mass += sum(m for x, m, _ in atoms if x == math.inf)
     kept = tuple(a for a in atoms if math.isfinite(a[0]) and a[1] + a[2] > 0)
     if kept:  # the range must hold every finite atom (a base loss of -inf maps to ln(1 - q))
         lo = min(lo, min(a[0] for a in kept))
@@ -404,6 +404,8 @@ def _subsampled_interval(lower: float, upper: float, method: str) -> SubsampledI
     so they may cross only by a last rounding of their bisections)."""
     if lower > upper:
         if lower - upper > 1e-12 * max(1.0, abs(upper)):
-            raise ArithmeticError(f"inconsistent epsilon bracket: lower {lower!r} > upper {upper!r}; please report this.")
+            raise ArithmeticError(
+                f"inconsistent epsilon bracket: lower {lower!r} > upper {upper!r}; please report this."
+            )
         lower = upper
     return SubsampledInterval(lower, upper, method)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from dpkit.cli._table import fmt_number, render
+from dpkit._table import fmt_number, render
 from dpkit.errors import InvalidArgumentError
 
 
@@ -55,7 +55,9 @@ def run_dpsgd(args: argparse.Namespace, delta: float) -> int:
         sigma = c.value if args.sigma is None else args.sigma
     else:
         if args.sigma is None or steps is None:
-            raise InvalidArgumentError("dpsgd needs --sigma and --steps (or --target-epsilon to calibrate one of them).")
+            raise InvalidArgumentError(
+                "dpsgd needs --sigma and --steps (or --target-epsilon to calibrate one of them)."
+            )
         sigma = args.sigma
         iv = dpsgd_epsilon(delta=delta, sigma=sigma, sampling_rate=q, steps=steps, sampling=sampling,
                            neighboring=neighboring)  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING, Literal
 
-from dpkit.cli._table import fmt_number, render
+from dpkit._table import fmt_number, render
 from dpkit.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -65,7 +65,8 @@ def _items(args: argparse.Namespace) -> list[tuple[str, float, int]]:
                 if not row or row[0].strip().startswith("#") or row[0].strip().lower() == "family":
                     continue
                 if len(row) != 3 or row[0].strip() not in ("gaussian", "laplace"):
-                    raise InvalidArgumentError(f"{args.path} line {n}: expected 'gaussian|laplace,parameter,count'; got {row}.")
+                    raise InvalidArgumentError(
+                        f"{args.path} line {n}: expected 'gaussian|laplace,parameter,count'; got {row}.")
                 rows.append((row[0].strip(), float(row[1]), int(row[2])))
         if not rows:
             raise InvalidArgumentError(f"{args.path} lists no mechanisms.")
@@ -95,7 +96,8 @@ def state_of(items: list[tuple[str, float, int]]) -> AccountingState:
     return state
 
 
-_ROWS: tuple[tuple[Literal["basic", "gdp", "zcdp", "rdp", "pld"], str], ...] = (("basic", "basic (Thm 3.14-3.16)"), ("gdp", "GDP (Dong-Roth-Su Cor 3.3, exact profile)"),
+_ROWS: tuple[tuple[Literal["basic", "gdp", "zcdp", "rdp", "pld"], str], ...] = (
+         ("basic", "basic (Thm 3.14-3.16)"), ("gdp", "GDP (Dong-Roth-Su Cor 3.3, exact profile)"),
          ("zcdp", "zCDP (CKS Cor 13)"), ("rdp", "RDP (CKS conversion)"), ("pld", "PLD"))
 
 
@@ -185,7 +187,8 @@ def _run_subsampled(args: argparse.Namespace, items, delta: float) -> int:  # ty
     neighboring: Literal["add_remove", "substitute"] = ("substitute" if args.neighbours == "substitution"
                                                         else "add_remove")
     shift = 2.0 if neighboring == "substitute" else 1.0
-    P, Q = (Gaussian(0, param), Gaussian(shift, param)) if fam == "gaussian" else (Laplace(0, param), Laplace(shift, param))
+    P, Q = ((Gaussian(0, param), Gaussian(shift, param)) if fam == "gaussian"
+            else (Laplace(0, param), Laplace(shift, param)))
     iv = subsampled_epsilon_interval(P, Q, sampling_rate=args.sampling_rate, k=count, delta=delta, sampling=sampling,
                                      neighboring=neighboring)
     kind = "interval of an upper bound (use the upper end)" if iv.method.startswith("upper bound") else \

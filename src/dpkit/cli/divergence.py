@@ -6,7 +6,7 @@ import argparse
 import math
 
 from dpkit._math import Estimate
-from dpkit.cli._table import fmt_number, render
+from dpkit._table import fmt_number, render
 from dpkit.distributions import Bernoulli, DiscreteGaussian, DiscreteLaplace, Distribution, Finite, Gaussian, Laplace
 from dpkit.divergences import (
     approx_max_divergence,
@@ -40,7 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         ),
     )
     p.add_argument("family", choices=FAMILIES, help="the pair's family")
-    p.add_argument("--shift", type=float, default=1.0, help="location of Q minus location of P (sensitivity); default 1")
+    p.add_argument(
+        "--shift", type=float, default=1.0, help="location of Q minus location of P (sensitivity); default 1"
+    )
     p.add_argument("--scale", type=float, default=None, help="Laplace / discrete Laplace scale (default 1)")
     p.add_argument("--sigma", type=float, default=None, help="Gaussian / discrete Gaussian sigma (default 1)")
     p.add_argument("--epsilon", type=float, default=None, help="randomized response parameter")
@@ -72,7 +74,10 @@ def build_pair(args: argparse.Namespace) -> tuple[Distribution, Distribution]:
     if fam == "randomized-response":
         if args.epsilon is None:
             raise InvalidArgumentError("randomized-response needs --epsilon.")
-        return Bernoulli.randomized_response(args.epsilon, truth=1), Bernoulli.randomized_response(args.epsilon, truth=0)
+        return (
+            Bernoulli.randomized_response(args.epsilon, truth=1),
+            Bernoulli.randomized_response(args.epsilon, truth=0),
+        )
     if args.p is None or args.q is None:
         raise InvalidArgumentError("finite needs --p and --q, e.g. --p 0.5,0.5 --q 0.25,0.75.")
     return Finite(_floats("--p", args.p)), Finite(_floats("--q", args.q))

@@ -20,7 +20,8 @@ from dpkit.errors import InvalidArgumentError
 
 EXAMPLE = ("dpkit query examples/transactions.csv --privacy-unit user_id --epsilon 1 --budget-epsilon 3 "
            "--schema amount=DOUBLE --bounds amount=0:200 --max-partitions 2 --max-rows 5 "
-           "--keys category=groceries,restaurants,transport,fuel,pharmacy,clothing,electronics,travel,entertainment,utilities "
+           "--keys category=groceries,restaurants,transport,fuel,pharmacy,clothing,electronics,travel,"
+           "entertainment,utilities "
            "\"SELECT category, COUNT(*) AS purchases, AVG(amount) AS avg_amount FROM t GROUP BY category\"")
 
 
@@ -32,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description=(
             "Answer SELECT keys, COUNT(*), COUNT(DISTINCT x), SUM(x), AVG(x), VAR_POP(x), STDDEV(x), MEDIAN(x),\n"
             "QUANTILE_CONT(x, q), MIN(x), MAX(x) [FILTER (WHERE ...)], and expressions of them, FROM t [JOIN a public\n"
-            "table ON its unique key] [WHERE ...] [GROUP BY ...] [HAVING ...] [ORDER BY ...] [LIMIT n] over DATA (CSV,\n"
+            "table ON its unique key] [WHERE ...] [GROUP BY ...] [HAVING ...] [ORDER BY ...] [LIMIT n] over DATA "
+            "(CSV,\n"
             "Parquet or JSON) with differential privacy; FROM may also be a per-unit subquery (SELECT unit, COUNT(*)\n"
             "AS n FROM t GROUP BY unit). Each privacy unit's contribution is bounded (--max-partitions, --max-rows,\n"
             "--bounds), noise is added to the aggregates only, and the cost is recorded in the ledger before the\n"
@@ -48,7 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("sql", help="the query; the table is called t (see --table)")
     p.add_argument("--privacy-unit", required=True, metavar="COLUMN",
                    help="column identifying whose row it is (e.g. user_id); required")
-    p.add_argument("--epsilon", type=float, default=None, help="this query's epsilon (> 0); or give --rho or --accuracy")
+    p.add_argument("--epsilon", type=float, default=None,
+                   help="this query's epsilon (> 0); or give --rho or --accuracy")
     p.add_argument("--rho", type=float, default=None,
                    help="instead of --epsilon: a zCDP cost (> 0), Gaussian noise by default; needs --keys for GROUP BY")
     p.add_argument("--accuracy", action="append", default=[], metavar="NAME=HALF_WIDTH",
@@ -71,7 +74,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="public group keys (repeatable, one per GROUP BY column); without them groups are "
                         "selected privately (needs --delta)")
     p.add_argument("--noise", choices=("laplace", "gaussian"), default=None,
-                   help="noise family (default: gaussian with --rho, or with --delta under a zCDP budget; else laplace)")
+                   help="noise family (default: gaussian with --rho, or with --delta under a zCDP budget; "
+                        "else laplace)")
     p.add_argument("--selection", choices=("laplace", "gaussian"), default=None,
                    help="noise of private group selection (default: that of --noise); gaussian scales with "
                         "sqrt(--max-partitions)")
@@ -93,7 +97,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="duckdb (embedded, default) or spark (local Spark, or Spark Connect with --spark-remote)")
     p.add_argument("--spark-remote", default=None, metavar="URL",
                    help="Spark Connect URL (e.g. sc://host:15002, or local) for --engine spark")
-    p.add_argument("--plan", action="store_true", help="print the plan (bounding, split, noise, SQL); run and spend nothing")
+    p.add_argument("--plan", action="store_true",
+                   help="print the plan (bounding, split, noise, SQL); run and spend nothing")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     p.add_argument("--insecure-seed", type=int, default=None, dest="seed",
@@ -154,7 +159,8 @@ def _bounds(items: list[str]) -> dict[str, tuple[Any, Any]]:
         try:
             out[name] = (float(lo), float(hi))
         except ValueError:
-            raise InvalidArgumentError(f"--bounds {name}= must be LO:HI with two numbers (or two ISO dates); got {value!r}.") from None
+            raise InvalidArgumentError(
+                f"--bounds {name}= must be LO:HI with two numbers (or two ISO dates); got {value!r}.") from None
         if not sep:
             raise InvalidArgumentError(f"--bounds {name}= must be LO:HI; got {value!r}.")
     return out
@@ -184,13 +190,15 @@ def _session(args: argparse.Namespace) -> Any:
         from dpkit.guarantees import ZCDP
 
         if args.budget_epsilon is not None or args.budget_delta:
-            raise InvalidArgumentError("give --budget-rho (a zCDP budget) or --budget-epsilon/--budget-delta, not both.")
+            raise InvalidArgumentError(
+                "give --budget-rho (a zCDP budget) or --budget-epsilon/--budget-delta, not both.")
         budget = ZCDP(args.budget_rho)
     elif args.budget_epsilon is not None:
         budget = (PureDP(epsilon=args.budget_epsilon) if not args.budget_delta
                   else ApproxDP(epsilon=args.budget_epsilon, delta=args.budget_delta))
     elif "://" not in args.ledger and not Path(args.ledger).exists():  # a URL: the server says if it is new
-        raise InvalidArgumentError(f"the ledger {args.ledger!r} does not exist yet: give its total budget with --budget-epsilon "
+        raise InvalidArgumentError(f"the ledger {args.ledger!r} does not exist yet: give its total budget with "
+                                   "--budget-epsilon "
                          "(and --budget-delta) or --budget-rho, or point --ledger at an existing ledger.")
     spark = None
     if args.engine == "spark":
@@ -214,9 +222,11 @@ def run(args: argparse.Namespace) -> int:
     from dpkit.random import insecure_seeded
 
     keys_arg = {name: [v for v in values.split(",")] for name, values in _pairs(args.keys, "--keys").items()} or None
-    accuracy = {name: _number(value, f"--accuracy {name}=") for name, value in _pairs(args.accuracy, "--accuracy").items()}
+    accuracy = {name: _number(value, f"--accuracy {name}=")
+                for name, value in _pairs(args.accuracy, "--accuracy").items()}
     if (args.epsilon is not None) + (args.rho is not None) + bool(accuracy) != 1:
-        raise InvalidArgumentError("give one of --epsilon (the cost), --rho (a zCDP cost) or --accuracy NAME=HALF_WIDTH "
+        raise InvalidArgumentError("give one of --epsilon (the cost), --rho (a zCDP cost) or --accuracy "
+                                   "NAME=HALF_WIDTH "
                          "(targets).")
     options = dict(epsilon=args.epsilon, rho=args.rho, delta=args.delta, bounds=_bounds(args.bounds),
                    max_partitions=args.max_partitions, max_rows=args.max_rows, keys=keys_arg,
@@ -236,7 +246,8 @@ def run(args: argparse.Namespace) -> int:
         result = session.sql(args.sql, confidence=args.confidence, rng=rng, progress=say, **options)
         if args.json:
             print(json.dumps(_json_safe({"columns": list(result.columns), "rows": result.to_dicts(),
-                                         "cost": format_guarantee(result.guarantee), "remaining": format_guarantee(result.remaining),
+                                         "cost": format_guarantee(result.guarantee),
+                                         "remaining": format_guarantee(result.remaining),
                                          "ledger": _where(session), "insecure": result.insecure,
                                          "selection": result.selection, "details": result.details}),
                              indent=2, allow_nan=False))

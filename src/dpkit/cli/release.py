@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from dpkit.cli._table import fmt_number
+from dpkit._table import fmt_number
 
 MECHANISMS = ("laplace", "gaussian", "geometric", "discrete-gaussian")
 
@@ -26,7 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("values", nargs="+", type=float, help="the true value(s) to release")
     p.add_argument("--epsilon", type=float, help="target epsilon (> 0)")
     p.add_argument("--delta", type=float, help="target delta in (0, 1) (Gaussian mechanisms)")
-    p.add_argument("--sensitivity", type=float, required=True, help="l1 (Laplace, geometric) or l2 (Gaussian) sensitivity")
+    p.add_argument(
+        "--sensitivity", type=float, required=True, help="l1 (Laplace, geometric) or l2 (Gaussian) sensitivity"
+    )
     p.add_argument("--scale", type=float, help="noise scale instead of epsilon (Laplace b, or sigma for Gaussian)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
     p.add_argument("--insecure-seed", type=int, default=None, dest="seed",
@@ -59,7 +61,9 @@ def run(args: argparse.Namespace) -> int:
     rel = mech.release(args.values, rng=rng, confidence=args.confidence)
     lo, hi = rel.interval
     for v, a, b in zip(rel.values.reshape(-1), lo.reshape(-1), hi.reshape(-1)):
-        print(f"{fmt_number(float(v))}    {rel.confidence:.0%} interval [{fmt_number(float(a))}, {fmt_number(float(b))}]")
+        print(
+            f"{fmt_number(float(v))}    {rel.confidence:.0%} interval [{fmt_number(float(a))}, {fmt_number(float(b))}]"
+        )
     print(f"mechanism: {rel.mechanism}, noise scale {fmt_number(rel.scale)}")
     print(f"guarantee: {rel.guarantee}")
     if rel.insecure:

@@ -11,7 +11,7 @@ from scipy import special
 
 from dpkit._math import check_positive, check_probability
 from dpkit.distributions._base import Array, DiscreteDistribution, as_array, check_size, resolve_rng
-from dpkit.distributions._theta import log_theta, second_moment
+from dpkit.distributions.theta import log_theta, second_moment
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["Bernoulli", "DiscreteGaussian", "DiscreteLaplace"]

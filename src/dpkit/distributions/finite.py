@@ -103,7 +103,9 @@ class Finite(DiscreteDistribution):
 
     def _require_numeric(self, what: str) -> None:
         if not self._numeric:
-            raise ArgumentTypeError(f"{what} needs a numeric support; this support has labels of type {self.support.dtype}.")
+            raise ArgumentTypeError(
+                f"{what} needs a numeric support; this support has labels of type {self.support.dtype}."
+            )
 
     def _sorted(self) -> tuple[Array, Array]:
         self._require_numeric("this operation")

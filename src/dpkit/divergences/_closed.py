@@ -366,7 +366,7 @@ class DiscreteLaplaceShift(Evaluator):
         self.log_r = -1.0 / scale
         self.log1p_r = math.log1p(math.exp(self.log_r))
 
-    def _atoms(self) -> _finite.FiniteArrays:
+    def atoms(self) -> _finite.FiniteArrays:
         """The privacy-loss atoms as a finite pair (float masses under P and Q), for PLD accounting."""
         d, t = self.d, self.t
         # atoms: k <= 0 (loss a, mass 1/(1+r)), 0 < k < D (loss (D-2k)/t), k >= D (loss -a, mass r^D/(1+r))

@@ -66,7 +66,9 @@ def evaluator(P: Distribution, Q: Distribution) -> Evaluator:
     """Return the evaluator for the pair (P, Q); raise if they do not share a domain."""
     for name, d in (("P", P), ("Q", Q)):
         if not isinstance(d, Distribution):
-            raise ArgumentTypeError(f"{name} must be a dpkit distribution (e.g. dpkit.Laplace); got {type(d).__name__}.")
+            raise ArgumentTypeError(
+                f"{name} must be a dpkit distribution (e.g. dpkit.Laplace); got {type(d).__name__}."
+            )
     if P.discrete != Q.discrete:
         raise InvalidArgumentError(
             f"P ({type(P).__name__}) and Q ({type(Q).__name__}) are not on a common domain: one has a "

@@ -90,7 +90,9 @@ def _upper(value: float, bound: float, method: str, *, floor: float = 0.0, cap: 
         return Estimate(clamped, kind="exact" if clamped == value else "upper", method=method)
     upper = math.nextafter((value + bound) * (1.0 + 2.0 * _U), math.inf)
     upper = min(max(upper, floor), cap)
-    return Estimate(upper, kind="upper", error=max(upper - value, 0.0), method=method + " (rounded up by its error bound)")
+    return Estimate(
+        upper, kind="upper", error=max(upper - value, 0.0), method=method + " (rounded up by its error bound)"
+    )
 
 
 def _expm1mx(x: Array) -> Array:
@@ -228,7 +230,8 @@ def max_divergence(f: FiniteArrays) -> Estimate:
 
 
 def hockey_stick(f: FiniteArrays, epsilon: float) -> Estimate:
-    r""":math:`E_{e^\varepsilon}(P\|Q) = \sum (p - e^\varepsilon q)_+`, summed as p(1 - e^{\varepsilon - L}) over L > epsilon.
+    r""":math:`E_{e^\varepsilon}(P\|Q) = \sum (p - e^\varepsilon q)_+`, summed as p(1 - e^{\varepsilon - L})
+    over L > epsilon.
 
     Rounded up by its error bound. Atoms whose loss lies within 2^40 times its error bound of epsilon
     (where the float term would be inaccurate, or on the wrong side) are summed exactly at 160 bits
@@ -272,7 +275,9 @@ def hockey_stick(f: FiniteArrays, epsilon: float) -> Estimate:
     total = sum_up([value, bound, band_up, f.mass_inf])
     upper = min(math.nextafter(total, math.inf) if bound > 0.0 else total, 1.0)
     kind = "upper" if bound > 0.0 or not exact_band else "exact"
-    return Estimate(upper, kind=kind, error=bound, method=_EXACT + (" (rounded up by its error bound)" if kind == "upper" else ""))
+    return Estimate(
+        upper, kind=kind, error=bound, method=_EXACT + (" (rounded up by its error bound)" if kind == "upper" else "")
+    )
 
 
 def total_variation(f: FiniteArrays) -> Estimate:

@@ -11,7 +11,7 @@ locations; the reported ``error`` is QUADPACK's absolute error estimate summed o
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy import integrate

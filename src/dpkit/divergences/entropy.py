@@ -27,7 +27,7 @@ from dpkit.distributions import (
     Gaussian,
     Laplace,
 )
-from dpkit.distributions._theta import second_moment
+from dpkit.distributions.theta import second_moment
 from dpkit.divergences._dispatch import evaluator
 from dpkit.errors import InvalidArgumentError, UnsupportedError
 
@@ -112,8 +112,13 @@ def cross_entropy(P: Distribution, Q: Distribution) -> Estimate:
     h = shannon_entropy(P)
     d = evaluator(P, Q).kl()
     total = h + d  # interval arithmetic: upper + upper is rounded up; an estimate stays one
-    return Estimate(float(total), kind=total.kind, error=h.error + d.error if total.kind == "numerical" else total.error,
-                    method="H(P) + KL(P||Q)", lower=total.lower)
+    return Estimate(
+        float(total),
+        kind=total.kind,
+        error=h.error + d.error if total.kind == "numerical" else total.error,
+        method="H(P) + KL(P||Q)",
+        lower=total.lower,
+    )
 
 
 def renyi_entropy(P: Distribution, alpha: float) -> Estimate:

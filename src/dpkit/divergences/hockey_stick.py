@@ -8,7 +8,8 @@ from dpkit.divergences._dispatch import evaluator
 
 
 def hockey_stick(P: Distribution, Q: Distribution, epsilon: float) -> Estimate:
-    r"""Hockey-stick divergence :math:`E_{e^\varepsilon}(P\|Q) = \sup_S P(S) - e^\varepsilon Q(S) = \int (p - e^\varepsilon q)_+`.
+    r"""Hockey-stick divergence
+    :math:`E_{e^\varepsilon}(P\|Q) = \sup_S P(S) - e^\varepsilon Q(S) = \int (p - e^\varepsilon q)_+`.
 
     The smallest delta for which the pair satisfies (epsilon, delta)-indistinguishability in the
     direction P vs Q.  Any real epsilon is accepted (gamma = e^epsilon > 0; for epsilon < 0 the

@@ -53,9 +53,9 @@ class DPSGDAccountant:
                  neighboring: str = "add_remove") -> None:
         if budget is not None and not isinstance(budget, ApproxDP):
             raise ArgumentTypeError(f"budget must be an ApproxDP (epsilon, delta); got {type(budget).__name__}.")
-        from dpkit.accounting.dpsgd import _check_scheme
+        from dpkit.accounting.dpsgd import check_scheme
 
-        self.sampling, self.neighboring = _check_scheme(sampling, neighboring)
+        self.sampling, self.neighboring = check_scheme(sampling, neighboring)
         self.budget = budget
         self.history: list[list[Any]] = []
         self._allowance: dict[tuple[float, float], int] = {}

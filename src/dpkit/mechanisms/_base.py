@@ -145,7 +145,10 @@ class Release:
         lo, hi = self.interval
         warn = "  [INSECURE seeded generator: not private]" if self.insecure else ""
         if self.values.size == 1:
-            body = f"{self.value:.6g}  ({self.confidence:.0%} interval [{float(lo.reshape(-1)[0]):.6g}, {float(hi.reshape(-1)[0]):.6g}])"
+            body = (
+                f"{self.value:.6g}  ({self.confidence:.0%} interval "
+                f"[{float(lo.reshape(-1)[0]):.6g}, {float(hi.reshape(-1)[0]):.6g}])"
+            )
         else:
             body = f"{self.values.size} values"
         return f"{self.mechanism}: {body}, noise scale {self.scale:.6g}, guarantee {self.guarantee}{warn}"
@@ -273,7 +276,9 @@ def _worst(values: Any) -> Estimate:
     worst = max(items, key=float)
     if any(v.kind == "numerical" for v in items) and worst.kind != "numerical":
         error = max(v.error for v in items if v.kind == "numerical")
-        return Estimate(float(worst), kind="numerical", error=error, method=worst.method + " (other direction estimated)")
+        return Estimate(
+            float(worst), kind="numerical", error=error, method=worst.method + " (other direction estimated)"
+        )
     return worst if isinstance(worst, Estimate) else Estimate(float(worst), kind="upper", method="")
 
 

@@ -429,8 +429,10 @@ def release_on_grid(mechanism, value, *, rng, confidence: float, norm: str,  # t
     floats, exact = release_values(value)
     c = check_confidence(confidence)
     if floats.size != mechanism.dimension:
-        raise InvalidArgumentError(f"this mechanism releases {mechanism.dimension} value(s); got {floats.size}. Build it with "
-                         f"dimension=<number of values> and the {norm} sensitivity of the whole vector.")
+        raise InvalidArgumentError(
+            f"this mechanism releases {mechanism.dimension} value(s); got {floats.size}. Build it with "
+            f"dimension=<number of values> and the {norm} sensitivity of the whole vector."
+        )
     half = (noise_half_width(c) + 0.5) * mechanism.grid
     gen = default_rng() if rng is None else rng
     insecure = is_insecure(gen)

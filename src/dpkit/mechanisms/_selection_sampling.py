@@ -62,8 +62,8 @@ from numpy.typing import NDArray
 
 from dpkit.errors import NumericalAccuracyError
 from dpkit.random import bernoulli_exp
-from dpkit.random._arith import LazyUniform, bernoulli_exp_exact, exp_neg_enclosure, floor_scaled
-from dpkit.random._bernoulli import bernoulli_exp_vector
+from dpkit.random.exact import LazyUniform, bernoulli_exp_exact, exp_neg_enclosure, floor_scaled
+from dpkit.random.exact import bernoulli_exp_vector
 
 _U = 2.0**-53  # unit roundoff of float64
 _TINY = 2.0**-1070  # absolute slack: covers a gap that underflowed to a subnormal

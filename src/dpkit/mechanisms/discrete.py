@@ -19,13 +19,13 @@ from numpy.typing import ArrayLike
 from dpkit._math import Estimate, check_delta, check_epsilon, check_positive
 from dpkit.distributions import DiscreteGaussian as _DGauss
 from dpkit.distributions import DiscreteLaplace as _DLap
-from dpkit.divergences._closed import DiscreteGaussianShift
+from dpkit.divergences.pairs import DiscreteGaussianShift
 from dpkit.errors import InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PrivacyProfile, PureDP, RenyiDP, ZCDP
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, check_confidence
 from dpkit.mechanisms._discrete_gaussian_vector import WorstShiftProfile, max_square_norm, shift_classes
 from dpkit.mechanisms._grid import grid_interval, is_integral, noisy_grid, release_values
-from dpkit.mechanisms.gaussian import _bisect_sigma, analytic_gaussian_sigma, discrete_gaussian_half_width
+from dpkit.mechanisms.gaussian import bisect_sigma, analytic_gaussian_sigma, discrete_gaussian_half_width
 from dpkit.random import discrete_gaussian, discrete_laplace, is_insecure
 from dpkit.random import default_rng as _default_rng
 
@@ -48,8 +48,10 @@ def _release_integers(mechanism: Mechanism, value: ArrayLike, rng: np.random.Gen
         raise InvalidArgumentError(f"this mechanism releases {dimension} value(s); got {floats.size}. Build it with "
                          "dimension=<number of values> and the l2 sensitivity of the whole vector.")
     if not is_integral(floats, exact):
-        raise InvalidArgumentError("this mechanism releases integers; got a non-integer value (use Laplace or Gaussian). "
-                         "This message names no value or position.")
+        raise InvalidArgumentError(
+            "this mechanism releases integers; got a non-integer value (use Laplace or Gaussian). "
+            "This message names no value or position."
+        )
     gen = _default_rng() if rng is None else rng
     insecure = is_insecure(gen)  # before and after: a rewind since the last use is seen even on a replay
     noise = np.asarray(sample(floats.size, gen), dtype=np.int64).reshape(-1)
@@ -166,7 +168,9 @@ class DiscreteGaussianMechanism(Mechanism):
         d: float = _integer_sensitivity(sensitivity) if dimension == 1 else check_positive("sensitivity", sensitivity)
         n = int(d) ** 2 if dimension == 1 else max_square_norm(d)
         if n == 0:
-            raise InvalidArgumentError(f"sensitivity={d} is below 1: no integer vector is that close; nothing to protect.")
+            raise InvalidArgumentError(
+                f"sensitivity={d} is below 1: no integer vector is that close; nothing to protect."
+            )
         given = [x is not None for x in (sigma, rho, epsilon)]
         if sum(given) != 1 or (epsilon is None) != (delta is None):
             raise InvalidArgumentError("give exactly one of sigma, rho, or (epsilon and delta).")
@@ -192,9 +196,9 @@ class DiscreteGaussianMechanism(Mechanism):
                     ln = _DGauss(0, sig).log_normalizer
                     return float(DiscreteGaussianShift(shift, sig, ln).hockey_stick(eps)) <= dl
 
-                s = _bisect_sigma(ok, shift * math.sqrt(2.0 * math.log(1.25 / dl)) / min(eps, 1.0))
+                s = bisect_sigma(ok, shift * math.sqrt(2.0 * math.log(1.25 / dl)) / min(eps, 1.0))
             else:
-                s = _bisect_sigma(lambda sig: WorstShiftProfile(n, dimension, sig).meets(eps, dl),
+                s = bisect_sigma(lambda sig: WorstShiftProfile(n, dimension, sig).meets(eps, dl),
                                   analytic_gaussian_sigma(epsilon=eps, delta=dl, sensitivity=math.sqrt(n)))
         self._set("sensitivity", d)
         self._set("dimension", dimension)

@@ -4,6 +4,7 @@ with exact discrete Gaussian noise."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
@@ -13,13 +14,13 @@ from dpkit._math import Estimate, check_delta, check_epsilon, check_positive
 from dpkit._math.directed import up
 from dpkit._math.precise import mp, to_float_up
 from dpkit.distributions import DiscreteGaussian
-from dpkit.divergences._closed import DiscreteGaussianShift, gaussian_delta
+from dpkit.divergences.pairs import DiscreteGaussianShift, gaussian_delta
 from dpkit.errors import InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PrivacyProfile, ZCDP
 from dpkit.guarantees.conversions import zcdp_to_approx_dp, zcdp_to_profile
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release
 from dpkit.mechanisms._grid import power_of_two_at_most, release_on_grid
-from dpkit.random._gaussian import gaussian_noise
+from dpkit.random.exact import gaussian_noise
 
 __all__ = ["Gaussian", "analytic_gaussian_sigma", "classical_gaussian_sigma"]
 
@@ -60,7 +61,7 @@ def analytic_gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float)
     eps = check_epsilon(epsilon)
     d = check_delta(delta, open_interval=True)
     s = check_positive("sensitivity", sensitivity)
-    return s * _bisect_sigma(lambda sig: gaussian_delta(1.0 / sig, eps) <= d, 1.0)
+    return s * bisect_sigma(lambda sig: gaussian_delta(1.0 / sig, eps) <= d, 1.0)
 
 
 def discrete_gaussian_half_width(sigma: float, confidence: float) -> float:
@@ -75,7 +76,7 @@ def discrete_gaussian_half_width(sigma: float, confidence: float) -> float:
     return math.ceil(sigma * math.sqrt(2.0 * math.log(2.0 / (1.0 - confidence))))
 
 
-def _bisect_sigma(ok, guess: float) -> float:  # type: ignore[no-untyped-def]
+def bisect_sigma(ok: Callable[[float], bool], guess: float) -> float:
     """Smallest sigma with ok(sigma) (ok monotone: False below, True above), upper end of the bracket."""
     lo, hi = guess, guess
     while ok(lo):
@@ -134,7 +135,11 @@ class Gaussian(Mechanism):
         s2 = check_positive("sensitivity", sensitivity)
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
             raise InvalidArgumentError(f"dimension must be an integer >= 1; got {dimension!r}.")
-        if isinstance(granularity_bits, bool) or not isinstance(granularity_bits, int) or not 4 <= granularity_bits <= 20:
+        if (
+            isinstance(granularity_bits, bool)
+            or not isinstance(granularity_bits, int)
+            or not 4 <= granularity_bits <= 20
+        ):
             raise InvalidArgumentError(f"granularity_bits must be an integer in [4, 20]; got {granularity_bits!r}.")
         if calibration not in ("analytic", "classical"):
             raise InvalidArgumentError(f"calibration must be 'analytic' or 'classical'; got {calibration!r}.")
@@ -174,7 +179,7 @@ class Gaussian(Mechanism):
         grid_sigma = sig / grid
         if target is not None:
             eps, dl = target
-            grid_sigma = _bisect_sigma(lambda s: self._delta_at(s, eps) <= dl, grid_sigma)
+            grid_sigma = bisect_sigma(lambda s: self._delta_at(s, eps) <= dl, grid_sigma)
         self._set("grid_sigma", grid_sigma)
         self._set("target_delta", None if target is None else target[1])
 
@@ -218,8 +223,12 @@ class Gaussian(Mechanism):
                 "the multivariate discrete Gaussian has no one-dimensional dominating pair; its guarantees "
                 "come from zCDP (rho = D^2 / (2 s^2), CKS 2020 Thm 14)."
             )
-        return DominatingPair(P=DiscreteGaussian(0, self.grid_sigma), Q=DiscreteGaussian(int(self.units), self.grid_sigma),
-                              symmetric=True, unit=self.grid)
+        return DominatingPair(
+            P=DiscreteGaussian(0, self.grid_sigma),
+            Q=DiscreteGaussian(int(self.units), self.grid_sigma),
+            symmetric=True,
+            unit=self.grid,
+        )
 
     @property
     def guarantee(self) -> ApproxDP | ZCDP:

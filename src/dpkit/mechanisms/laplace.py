@@ -57,7 +57,11 @@ class Laplace(Mechanism):
             raise InvalidArgumentError("give exactly one of epsilon (to calibrate) or scale (the noise scale b).")
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
             raise InvalidArgumentError(f"dimension must be an integer >= 1; got {dimension!r}.")
-        if isinstance(granularity_bits, bool) or not isinstance(granularity_bits, int) or not 1 <= granularity_bits <= 40:
+        if (
+            isinstance(granularity_bits, bool)
+            or not isinstance(granularity_bits, int)
+            or not 1 <= granularity_bits <= 40
+        ):
             raise InvalidArgumentError(f"granularity_bits must be an integer in [1, 40]; got {granularity_bits!r}.")
         grid = power_of_two_at_most(delta_1 / (dimension * 2.0**granularity_bits))
         units = math.floor(delta_1 / grid) + dimension  # l1 distance on the grid after rounding
@@ -107,7 +111,9 @@ class Laplace(Mechanism):
 
     def pure_dp(self) -> PureDP:
         """epsilon = D / t: the max divergence of the grid pair (exact)."""
-        return PureDP(Estimate(self.units / self.grid_scale, kind="exact", method="max divergence D/t of the grid pair"))
+        return PureDP(
+            Estimate(self.units / self.grid_scale, kind="exact", method="max divergence D/t of the grid pair")
+        )
 
     def delta(self, epsilon: float) -> float:
         if self.dimension == 1:

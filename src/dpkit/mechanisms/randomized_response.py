@@ -41,7 +41,7 @@ from dpkit.guarantees import PureDP, WassersteinDP, ZCDP
 from dpkit.guarantees.conversions import pure_to_zcdp
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, check_confidence
 from dpkit.random import default_rng, is_insecure
-from dpkit.random._arith import LazyUniform, exp_neg_enclosure, floor_scaled
+from dpkit.random.exact import LazyUniform, exp_neg_enclosure, floor_scaled
 
 __all__ = ["FrequencyEstimate", "RandomizedResponse"]
 
@@ -179,7 +179,9 @@ class RandomizedResponse(Mechanism):
                 )
             eps = math.log(p) + math.log(k - 1) - math.log1p(-p)  # ln(p (k-1) / (1-p))
             if not eps > 0:  # p within rounding of 1/k
-                raise InvalidArgumentError(f"keep_probability={p} is too close to 1/categories: epsilon would be {eps}.")
+                raise InvalidArgumentError(
+                    f"keep_probability={p} is too close to 1/categories: epsilon would be {eps}."
+                )
         if not eps <= _MAX_LOG_ODDS:
             raise InvalidArgumentError(
                 f"epsilon must be at most {_MAX_LOG_ODDS:g} for randomized response; got {eps}. The "
@@ -397,7 +399,9 @@ class RandomizedResponse(Mechanism):
             raise ArgumentTypeError(f"counts must be an array of integers; got {type(counts).__name__}.") from None
         k = self.categories
         if arr.shape != (k,):
-            raise InvalidArgumentError(f"counts must be a 1-D array with one entry per category ({k}); got shape {arr.shape}.")
+            raise InvalidArgumentError(
+                f"counts must be a 1-D array with one entry per category ({k}); got shape {arr.shape}."
+            )
         bad = ~(np.isfinite(arr) & (arr >= 0) & (arr == np.floor(arr)))
         if np.any(bad):
             i = int(np.flatnonzero(bad)[0])

@@ -14,4 +14,14 @@ from dpkit.query._spec import Aggregate, Key, QuerySpec
 from dpkit.query._sql import parse_sql
 from dpkit.query.session import DataDependentFailure, QueryPlan, Session
 
-__all__ = ["Aggregate", "DataDependentFailure", "Key", "QueryPlan", "QueryResult", "QuerySpec", "Session", "format_guarantee", "parse_sql"]
+__all__ = [
+    "Aggregate",
+    "DataDependentFailure",
+    "Key",
+    "QueryPlan",
+    "QueryResult",
+    "QuerySpec",
+    "Session",
+    "format_guarantee",
+    "parse_sql",
+]

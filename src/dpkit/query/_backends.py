@@ -202,6 +202,7 @@ class DuckDBBackend:
         self._con = con
         self.relation = relation
         self._owned = owned
+        self._empty_made = False
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], *, schema: dict[str, str] | None = None,
@@ -275,6 +276,24 @@ class DuckDBBackend:
         """Bind ``sql`` against the schema without running it (an error here depends on no row)."""
         self._con.execute(f"PREPARE dpkit_check AS {sql}")
         self._con.execute("DEALLOCATE dpkit_check")
+
+    def empty_copy(self) -> str:
+        """A temporary table with the session table's columns and types and no row (made once).
+
+        Built from the schema, never by reading the table, so a statement run on it (see
+        :meth:`run_on_empty`) can only fail for reasons that depend on no row.
+        """
+        name = "dpkit_empty_source"
+        if not self._empty_made:
+            cols = ", ".join(f"{_quote(c, 'duckdb')} {t}" for c, t in self.schema().items())
+            self._con.execute(f"CREATE OR REPLACE TEMP TABLE {name} ({cols})")
+            self._empty_made = True
+        return name
+
+    def run_on_empty(self, sql: str) -> None:
+        """Run ``sql`` (written over :meth:`empty_copy`) to its end: errors DuckDB raises only when a query
+        runs (a constant regex pattern, a date part name) are raised here, from no data."""
+        self._con.execute(sql).fetchall()
 
     def cast_values(self, values: list[Any], type_name: str) -> list[Any]:
         """``values`` converted by the engine to ``type_name`` (None stays None), in order."""

@@ -106,11 +106,11 @@ class Compiled:
         fn = "hash" if dialect == "duckdb" else "xxhash64"
         return f"{fn}(__u, {', '.join([*keys, ''])}'{self.salt}')"
 
-    def _render(self, sql: str, dialect: str) -> str:
+    def _render(self, sql: str, dialect: str, *, safe: bool = True) -> str:
         if dialect == "duckdb" and self.bounded_partitions:
             sql = sql.replace(window_ranking(self.max_partitions), threshold_ranking(self.max_partitions))
         out = transpile(sql, dialect).replace(_ORDER, self._order(dialect))
-        return _finish(out.replace(_VALUE_ORDER, self._order(dialect, ("__d",))), dialect)
+        return _finish(out.replace(_VALUE_ORDER, self._order(dialect, ("__d",))), dialect, safe=safe)
 
     def sql(self, dialect: str) -> str:
         return self._render(self.main, dialect)
@@ -126,6 +126,14 @@ class Compiled:
         return ([self.sql(dialect)] + [self.histogram_sql(i, dialect) for i in self.histograms]
                 + [self.distinct_sql(i, dialect) for i in self.distincts]
                 + ([self.report_sql(dialect)] if self.report is not None else []))
+
+    def strict_statements(self, dialect: str) -> list[str]:
+        """Every statement with the user's expressions *not* wrapped in TRY: for the session's check on an
+        empty table of the same schema, where an error can depend on no row (DuckDB 2 compiles a constant
+        regex pattern when the query runs, not when it binds, and TRY would turn a bad one into NULL)."""
+        sqls = ([self.main] + [self.histograms[i] for i in self.histograms]
+                + [self.distincts[i] for i in self.distincts] + ([self.report] if self.report is not None else []))
+        return [self._render(sql, dialect, safe=False) for sql in sqls]
 
     def report_sql(self, dialect: str) -> str:
         assert self.report is not None
@@ -167,8 +175,8 @@ def threshold_ranking(k: int) -> str:
             f"OR (__j.__ord = __thr.__l[{k}] AND __thr.__l[{k + 1}] > __thr.__l[{k}]))")
 
 
-def _finish(sql: str, dialect: str) -> str:
-    return _SAFE_CALL.sub("TRY(" if dialect == "duckdb" else "(", sql)
+def _finish(sql: str, dialect: str, *, safe: bool = True) -> str:
+    return _SAFE_CALL.sub("TRY(" if dialect == "duckdb" and safe else "(", sql)
 
 
 def engine_sql(sql: str, dialect: str) -> str:

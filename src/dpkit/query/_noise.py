@@ -52,7 +52,7 @@ from dpkit.accounting.items import PrivacyItem, as_item, combine
 from dpkit.errors import UnsupportedError
 from dpkit.guarantees import ZCDP, ApproxDP, PureDP
 from dpkit.mechanisms import Exponential, Gaussian, Geometric, Laplace
-from dpkit.mechanisms.gaussian import _bisect_sigma
+from dpkit.mechanisms.gaussian import bisect_sigma
 
 __all__ = ["Measurement", "Selection", "Split", "gaussian_for_vector", "selection_threshold"]
 
@@ -239,9 +239,10 @@ class Selection:
         k = self.partitions_per_unit
 
         def ok(sigma: float) -> bool:
-            return float(zcdp_to_approx_dp(ZCDP(k / (2.0 * sigma * sigma)), delta=self.delta / 2.0).epsilon) <= self.epsilon
+            got = zcdp_to_approx_dp(ZCDP(k / (2.0 * sigma * sigma)), delta=self.delta / 2.0)
+            return float(got.epsilon) <= self.epsilon
 
-        return _bisect_sigma(ok, math.sqrt(k) * math.sqrt(2.0 * math.log(1.25 / (self.delta / 2.0))) / self.epsilon)
+        return bisect_sigma(ok, math.sqrt(k) * math.sqrt(2.0 * math.log(1.25 / (self.delta / 2.0))) / self.epsilon)
 
     @property
     def threshold(self) -> int:
@@ -323,7 +324,7 @@ def gaussian_selection_threshold(sigma: float, k: int, delta: float) -> tuple[in
     """
     if not 0.0 < delta < 1.0:
         raise ValueError(f"partition selection needs a delta share in (0, 1); got {delta}.")
-    from dpkit.distributions._theta import log_theta
+    from dpkit.distributions.theta import log_theta
 
     log_norm = log_theta(sigma, 0.0)
     two_s2 = 2.0 * sigma * sigma
@@ -353,7 +354,7 @@ def gaussian_for_vector(l2: float, epsilon: float, delta: float, dimension: int)
     def ok(sigma: float) -> bool:
         return float(Gaussian(sensitivity=l2, sigma=sigma, dimension=dimension).approx_dp(delta).epsilon) <= epsilon
 
-    hi = _bisect_sigma(ok, Gaussian(sensitivity=l2, epsilon=epsilon, delta=delta).sigma)
+    hi = bisect_sigma(ok, Gaussian(sensitivity=l2, epsilon=epsilon, delta=delta).sigma)
     return Gaussian(sensitivity=l2, sigma=hi, dimension=dimension)
 
 

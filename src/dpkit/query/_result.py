@@ -109,7 +109,7 @@ class QueryResult:
         return pd.DataFrame(self.to_dicts())
 
     def __str__(self) -> str:
-        from dpkit.cli._table import render
+        from dpkit._table import render
 
         headers = list(self.columns)
         keys = set(self.key_columns)
@@ -192,7 +192,9 @@ def _arrays(release: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             np.asarray(hi, dtype=float).reshape(-1))
 
 
-def _div_interval(a_lo: np.ndarray, a_hi: np.ndarray, c_lo: np.ndarray, c_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _div_interval(
+    a_lo: np.ndarray, a_hi: np.ndarray, c_lo: np.ndarray, c_hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """[a_lo, a_hi] / [c_lo, c_hi] for c_lo > 0 (else +-inf)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         cands = np.stack([a_lo / c_lo, a_lo / c_hi, a_hi / c_lo, a_hi / c_hi])
@@ -340,8 +342,13 @@ def finish_aggregates(plan: QueryPlan, raw: Any, hists: dict[int, list[tuple[Any
         typed = {a.name: _typed(values[a.name], temporal.get(a.name)) for a in spec.aggregates}
         columns, by_column, post_intervals, key_columns = post_process(spec, partitions(), typed, intervals, kinds)
         keyset = set(key_columns)
-        out_rows = _frozen_table(by_column, [name in keyset and any(isinstance(v, (list, dict, np.ndarray)) for v in col)
-                                             for name, col in zip(columns, by_column)])
+        out_rows = _frozen_table(
+            by_column,
+            [
+                name in keyset and any(isinstance(v, (list, dict, np.ndarray)) for v in col)
+                for name, col in zip(columns, by_column)
+            ],
+        )
         out_intervals = {name: _FrozenTable(zip(lo.tolist(), hi.tolist())) for name, (lo, hi) in post_intervals.items()}
     else:
         key_columns = [k.name for k in spec.keys]

@@ -43,8 +43,13 @@ from dpkit.query._spec import Aggregate, Join, Key, Output, PerUnit, QuerySpec
 
 __all__ = ["parse_sql", "validate_spec"]
 
-_VARIANCE: dict[type[exp.Expression], tuple[str, bool]] = {exp.Variance: ("variance", True), exp.VariancePop: ("variance", False),
-             exp.Stddev: ("stddev", True), exp.StddevSamp: ("stddev", True), exp.StddevPop: ("stddev", False)}
+_VARIANCE: dict[type[exp.Expression], tuple[str, bool]] = {
+    exp.Variance: ("variance", True),
+    exp.VariancePop: ("variance", False),
+    exp.Stddev: ("stddev", True),
+    exp.StddevSamp: ("stddev", True),
+    exp.StddevPop: ("stddev", False),
+}
 _QUANTILE = (exp.PercentileCont, exp.Quantile, exp.ApproxQuantile, exp.PercentileDisc)
 # aggregates a per-unit subquery may compute exactly (each row of the unit table is one unit's own)
 _PER_UNIT_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Median, exp.Stddev, exp.StddevPop,
@@ -226,7 +231,9 @@ def _aggregate(node: exp.Expression, name: str, unit: str | None, scope: _Scope)
         if isinstance(arg, exp.Distinct):
             cols = arg.expressions
             if len(cols) != 1:
-                raise _refuse(f"{text}: COUNT(DISTINCT ...) takes one expression;", "count distinct values of one column.")
+                raise _refuse(
+                    f"{text}: COUNT(DISTINCT ...) takes one expression;", "count distinct values of one column."
+                )
             if scope.is_unit(cols[0], unit):
                 if cond is not None:
                     raise _refuse(f"{text}: COUNT(DISTINCT {unit}) with FILTER is not supported;",
@@ -277,7 +284,9 @@ class _Outer:
         self.names.add(name)
         return name
 
-    def post(self, node: exp.Expression, where: str, outputs: Mapping[str, exp.Expression] | None = None) -> exp.Expression:
+    def post(
+        self, node: exp.Expression, where: str, outputs: Mapping[str, exp.Expression] | None = None
+    ) -> exp.Expression:
         """``node`` as post-processing: aggregates and key expressions replaced by result columns."""
         key_of = {sql: name for name, sql in self.keys}
 
@@ -357,7 +366,9 @@ def _monotone_of(node: exp.Expression, aggregates: set[str], keys: set[str]) -> 
         if isinstance(n, exp.Div):
             return ok(n.this) and not has(n.expression)
         if isinstance(n, (exp.Round, exp.Floor, exp.Ceil)):
-            return ok(n.this) and all(not has(v) for k, v in n.args.items() if k != "this" and isinstance(v, exp.Expression))
+            return ok(n.this) and all(
+                not has(v) for k, v in n.args.items() if k != "this" and isinstance(v, exp.Expression)
+            )
         if isinstance(n, (exp.Cast, exp.TryCast)):
             return n.to.is_type(*exp.DataType.NUMERIC_TYPES) and ok(n.this)
         return False
@@ -384,11 +395,12 @@ def _select(text: str, dialect: str) -> exp.Select:
 
 def _plain_checks(tree: exp.Select, *, outer: bool) -> None:
     for arg, why, fix in (
-            ("with_", "common table expressions (WITH) are not supported;", "query the session's table directly."),
-            ("with", "common table expressions (WITH) are not supported;", "query the session's table directly."),
-            ("distinct", "SELECT DISTINCT returns individual values;", "select aggregates such as COUNT(*) with GROUP BY."),
-            ("qualify", "QUALIFY filters on window functions;", "filter the noisy result with HAVING instead."),
-            ("offset", "OFFSET is not supported;", "slice the returned table.")):
+        ("with_", "common table expressions (WITH) are not supported;", "query the session's table directly."),
+        ("with", "common table expressions (WITH) are not supported;", "query the session's table directly."),
+        ("distinct", "SELECT DISTINCT returns individual values;", "select aggregates such as COUNT(*) with GROUP BY."),
+        ("qualify", "QUALIFY filters on window functions;", "filter the noisy result with HAVING instead."),
+        ("offset", "OFFSET is not supported;", "slice the returned table."),
+    ):
         if tree.args.get(arg):
             raise _refuse(why, fix)
     if not outer:
@@ -420,7 +432,9 @@ def _private_table(src: exp.Expression, table: str) -> str:
     return src.alias or src.name
 
 
-def _group_keys(tree: exp.Select, scope: _Scope, unit: str | None, table_columns: Collection[str]) -> list[tuple[str, str, exp.Expression]]:
+def _group_keys(
+    tree: exp.Select, scope: _Scope, unit: str | None, table_columns: Collection[str]
+) -> list[tuple[str, str, exp.Expression]]:
     """(name, row-level SQL, node) of each GROUP BY key, refusing the privacy unit."""
     group = tree.args.get("group")
     if group is None:
@@ -613,8 +627,10 @@ def parse_sql(text: str, *, table: str, privacy_unit: str, dialect: str = "duckd
     if isinstance(src, (exp.Subquery, exp.Select)):
         sub = src.this if isinstance(src, exp.Subquery) else src
         if not isinstance(sub, exp.Select):
-            raise _refuse("a subquery in FROM must be one SELECT grouped by the privacy unit;",
-                          f"write FROM (SELECT {privacy_unit}, COUNT(*) AS n FROM {table} GROUP BY {privacy_unit}) AS u.")
+            raise _refuse(
+                "a subquery in FROM must be one SELECT grouped by the privacy unit;",
+                f"write FROM (SELECT {privacy_unit}, COUNT(*) AS n FROM {table} GROUP BY {privacy_unit}) AS u.",
+            )
         alias = src.alias or "__units"
         per_unit, unit_columns, private_seen = _per_unit(sub, alias, table=table, unit=privacy_unit,
                                                          table_columns=table_columns, public_tables=public)
@@ -767,7 +783,9 @@ def validate_spec(spec: QuerySpec, *, table: str, privacy_unit: str, table_colum
         for p in pu.aggregates:
             node = parse_expression(p.expr, f"the per-unit aggregate {p.name}")
             if not isinstance(node, _PER_UNIT_AGGREGATES):
-                raise _refuse(f"{p.expr!r} is not a per-unit aggregate;", "use COUNT, SUM, AVG, MIN, MAX, ... per unit.")
+                raise _refuse(
+                    f"{p.expr!r} is not a per-unit aggregate;", "use COUNT, SUM, AVG, MIN, MAX, ... per unit."
+                )
             inner.check(node)
             for arg in node.args.values():
                 if isinstance(arg, exp.Expression) and not isinstance(arg, (exp.Star,)):
@@ -782,7 +800,9 @@ def validate_spec(spec: QuerySpec, *, table: str, privacy_unit: str, table_colum
                            having=None if pu.having is None else row(pu.having, "the subquery's HAVING", unit_table),
                            joins=inner_joins)
         private_seen = inner.seen | {privacy_unit}
-        scope = _Scope(private=per_unit.alias, columns=[privacy_unit] + [k.name for k in keys] + [v.name for v in values])
+        scope = _Scope(
+            private=per_unit.alias, columns=[privacy_unit] + [k.name for k in keys] + [v.name for v in values]
+        )
     else:
         scope = _Scope(private=spec.source_alias or table, columns=cols if cols is not None else _AnyColumns())
     joins = checked_joins(spec.joins, scope)

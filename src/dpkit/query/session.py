@@ -44,7 +44,8 @@ import secrets
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import Any, cast
+from collections.abc import Callable
 
 import numpy as np
 from sqlglot import exp as _exp
@@ -55,7 +56,7 @@ from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP
 from dpkit.ledger import Ledger, SQLiteLedger, open_ledger
 from dpkit.query._backends import DuckDBBackend, SparkBackend, is_numeric_type
 from dpkit.query._compile import (Compiled, ValueColumn, compile_query, engine_sql, join_equalities, literal,
-                                  rows_source, transpile)
+                                  rows_source)
 from dpkit.mechanisms import Exponential, Geometric, Laplace
 from dpkit.query._noise import INTEGER_PRIMITIVES, Measurement, Selection, Split, epsilon_for_rho
 from dpkit.query._result import QueryResult, finish_aggregates, format_guarantee
@@ -202,7 +203,8 @@ class Session:
     """
 
     def __init__(self, data: Any, *, privacy_unit: str, ledger: str | os.PathLike[str] | SQLiteLedger,
-                 budget: PureDP | ApproxDP | ZCDP | GaussianDP | None = None, table: str = "t", engine: str | None = None,
+                 budget: PureDP | ApproxDP | ZCDP | GaussianDP | None = None, table: str = "t",
+                 engine: str | None = None,
                  spark: Any = None, schema: dict[str, str] | None = None, public: dict[str, Any] | None = None,
                  max_partitions: int | None = None, max_rows: int | None = None) -> None:
         if not isinstance(privacy_unit, str) or not privacy_unit:
@@ -315,8 +317,9 @@ class Session:
             if isinstance(budget, (PureDP, GaussianDP)):
                 raise UnsupportedError(
                     f"rho= gives a zCDP cost, which a {type(budget).__name__} budget cannot be charged ("
-                    f"{'a pure budget takes only pure-DP spends' if isinstance(budget, PureDP) else 'zCDP implies no Gaussian-DP bound'}"
-                    "). Give epsilon= (Laplace noise) instead, or use a ZCDP or ApproxDP budget.")
+                    + ("a pure budget takes only pure-DP spends" if isinstance(budget, PureDP)
+                       else "zCDP implies no Gaussian-DP bound")
+                    + "). Give epsilon= (Laplace noise) instead, or use a ZCDP or ApproxDP budget.")
             if delta:
                 raise ValueError("a query given rho= has no delta of its own; drop delta= (its (epsilon, delta) "
                                  "follows from the budget's conversion).")
@@ -386,11 +389,14 @@ class Session:
         plan_split = self._split(spec, values, eps, dl, k_eff, l_max, noise, split, select, selection,
                                  bool(bounding_report), rho=r)
         salt = secrets.token_hex(16)
-        compiled = compile_query(spec, privacy_unit=self.privacy_unit, values=values, max_partitions=k_max,
+        def build(relation: str) -> Compiled:
+            return compile_query(spec, privacy_unit=self.privacy_unit, values=values, max_partitions=k_max,
                                  max_rows=l_max, public_keys=public, salt=salt, buckets=buckets,
-                                 partition_order=partition_order, relation=self._backend.relation,
+                                 partition_order=partition_order, relation=relation,
                                  public=self._relations(), report=bool(bounding_report))
-        self._bind(compiled)
+
+        compiled = build(self._backend.relation)
+        self._bind(compiled, build)
         total_delta = math.fsum(m.delta for m in plan_split.measurements)
         if plan_split.selection is not None:
             total_delta += plan_split.selection.delta
@@ -545,15 +551,23 @@ class Session:
                 "A per-unit subquery (FROM (SELECT unit, ... GROUP BY unit)) has one row per unit and needs none.")
         return k, _check_int("max_rows", rows)
 
-    def _bind(self, compiled: Compiled) -> None:
+    def _bind(self, compiled: Compiled, build: Callable[[str], Compiled]) -> None:
         """Bind every statement of the plan against the schema, running nothing, so that an error the schema
-        alone determines (an unknown function, a type mismatch) is raised before anything is reserved."""
-        for statement in compiled.statements(self._backend.dialect):
-            try:
+        alone determines (an unknown function, a type mismatch) is raised before anything is reserved.
+
+        DuckDB also runs the plan, without its TRY wrappers, on an empty table of the same schema
+        (``build`` compiles the plan over another relation): some errors that depend on no row appear only
+        when a query runs (DuckDB 2 compiles a constant regex pattern then), and under TRY they would turn
+        into NULLs and a silently empty answer."""
+        try:
+            for statement in compiled.statements(self._backend.dialect):
                 self._backend.check(statement)
-            except Exception as exc:  # noqa: BLE001 - binding reads no row, so the engine's message is safe to show
-                raise ValueError(f"the {self.engine} engine cannot run this query ({type(exc).__name__}): "
-                                 f"{str(exc).strip()} Nothing was spent.") from None
+            if isinstance(self._backend, DuckDBBackend):
+                for statement in build(self._backend.empty_copy()).strict_statements("duckdb"):
+                    self._backend.run_on_empty(statement)
+        except Exception as exc:  # noqa: BLE001 - no row was read, so the engine's message is safe to show
+            raise ValueError(f"the {self.engine} engine cannot run this query ({type(exc).__name__}): "
+                             f"{str(exc).strip()} Nothing was spent.") from None
 
     def _values(self, spec: QuerySpec, bounds: dict[str, tuple[float, float]]) -> dict[str, ValueColumn]:
         if not isinstance(bounds, dict):
@@ -681,7 +695,8 @@ class Session:
             missing = [p for p in parts if p not in weights]
             if unknown or missing:
                 raise ValueError(f"split must give a share to each of {parts}"
-                                 + (f"; unknown {unknown}" if unknown else "") + (f"; missing {missing}" if missing else ""))
+                                 + (f"; unknown {unknown}" if unknown else "")
+                                 + (f"; missing {missing}" if missing else ""))
             try:
                 w = {p: float(weights[p]) for p in parts}
             except (TypeError, ValueError):
@@ -757,7 +772,8 @@ class Session:
                     continue
                 l1 = k * float(bound)
                 if p in INTEGER_PRIMITIVES:
-                    e = epsilon_for_rho(r_each, lambda x, s=int(round(l1)): Geometric(sensitivity=s, epsilon=x))
+                    s_int = round(l1)
+                    e = epsilon_for_rho(r_each, lambda x, s=s_int: Geometric(sensitivity=s, epsilon=x))
                     kind = "geometric"
                 else:
                     e = epsilon_for_rho(r_each, lambda x, s=l1: Laplace(sensitivity=s, epsilon=x))
@@ -871,7 +887,8 @@ class Session:
         if not 0.0 < confidence < 1.0:
             raise ValueError(f"confidence must be in (0, 1); got {confidence!r}.")
         if rng is not None and not isinstance(rng, np.random.Generator):
-            raise TypeError(f"rng must be a numpy Generator (or None for the secure default); got {type(rng).__name__}.")
+            raise TypeError(
+                f"rng must be a numpy Generator (or None for the secure default); got {type(rng).__name__}.")
         label = plan.spec.text if len(plan.spec.text) <= 200 else plan.spec.text[:197] + "..."
         meta = {"engine": self.engine, "split": {k: list(v) for k, v in plan.split.shares().items()},
                 "max_partitions": plan.max_partitions, "max_rows": plan.max_rows}
@@ -969,8 +986,9 @@ class Session:
         any query (public bins, ``max_partitions`` bins a unit, ``max_rows`` rows a bin, geometric noise),
         and the bounds are the outer edges of the first and last bins at which the noisy counts, summed
         from either end, reach ``tail`` of their total, counting only bins above the level that noise alone
-        reaches with probability 5% over all bins: post-processing, so the guarantee is the histogram's.  In the spirit of Tumult Analytics' ``get_bounds`` and of the binary-magnitude
-        histograms of Wilson et al. 2020 (PoPETs), sec. 5.
+        reaches with probability 5% over all bins: post-processing, so the guarantee is the histogram's.  In
+        the spirit of Tumult Analytics' ``get_bounds`` and of the binary-magnitude histograms of Wilson et
+        al. 2020 (PoPETs), sec. 5.
 
         Parameters
         ----------
@@ -1083,10 +1101,11 @@ def _as_number(x: object, temporal: str | None) -> float:
 
     if temporal is not None and not isinstance(x, (int, float)):
         if isinstance(x, str):
-            x = dt.datetime.fromisoformat(x) if temporal == "timestamp" or "T" in x or " " in x else dt.date.fromisoformat(x)
+            x = (dt.datetime.fromisoformat(x) if temporal == "timestamp" or "T" in x or " " in x
+                 else dt.date.fromisoformat(x))
         if isinstance(x, dt.datetime):
             if x.tzinfo is not None:
-                x = x.astimezone(dt.timezone.utc).replace(tzinfo=None)
+                x = x.astimezone(dt.UTC).replace(tzinfo=None)
             return (x - dt.datetime(1970, 1, 1)).total_seconds() if temporal == "timestamp" else float(
                 (x.date() - dt.date(1970, 1, 1)).days)
         if isinstance(x, dt.date):

@@ -214,8 +214,8 @@ def bernoulli_exp(
     Notes
     -----
     A scalar ``gamma`` costs one 32-bit word per draw (comparison with
-    :math:`\lfloor 2^{32} e^{-\gamma}\rfloor`, computed exactly; ties settled exactly).  An array runs CKS Algorithm 1 in
-    lockstep after splitting off :math:`e^{-n/2}` as a geometric tail event; see
+    :math:`\lfloor 2^{32} e^{-\gamma}\rfloor`, computed exactly; ties settled exactly).  An array runs CKS
+    Algorithm 1 in lockstep after splitting off :math:`e^{-n/2}` as a geometric tail event; see
     :mod:`dpkit.random._bernoulli`.
 
     References

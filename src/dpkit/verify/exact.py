@@ -331,7 +331,9 @@ def _validate_rows(rows: ArrayLike, inputs: tuple[Any, ...] | None = None,
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentError(f"rows must be a 2-D array of probabilities: {exc}") from None
     if table_.ndim != 2:
-        raise InvalidArgumentError(f"rows must be a 2-D array (one row of output probabilities per input); got {table_.ndim} dimension(s).")
+        raise InvalidArgumentError(
+            f"rows must be a 2-D array (one row of output probabilities per input); got {table_.ndim} dimension(s)."
+        )
     n_in, n_out = table_.shape
     if n_in < 2:
         raise InvalidArgumentError(f"a mechanism table needs at least 2 rows (inputs) to have neighbours; got {n_in}.")
@@ -357,12 +359,16 @@ def _validate_neighbors(neighbors: Any, n_in: int) -> tuple[tuple[int, int], ...
         try:
             i, j = item
         except (TypeError, ValueError):
-            raise InvalidArgumentError(f"neighbors must be a list of (i, j) row pairs; got the item {item!r}.") from None
+            raise InvalidArgumentError(
+                f"neighbors must be a list of (i, j) row pairs; got the item {item!r}."
+            ) from None
         for v in (i, j):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
                 raise ArgumentTypeError(f"neighbors must hold integer row indices; got {v!r} in {item!r}.")
             if not 0 <= v < n_in:
-                raise InvalidArgumentError(f"neighbor row index {v} in {item!r} is out of range for a table of {n_in} rows.")
+                raise InvalidArgumentError(
+                    f"neighbor row index {v} in {item!r} is out of range for a table of {n_in} rows."
+                )
         if i == j:
             raise InvalidArgumentError(f"a row is not its own neighbour; got {item!r}.")
         out.append((int(i), int(j)))
@@ -405,8 +411,8 @@ def table(
     -------
     TableVerdict
         ``holds`` (exact); the tightest epsilon for this delta and the smallest delta for this
-        epsilon (max over pairs and directions, rounded up by at most a few ulps); the worst ordered pair ``(i, j)``; and,
-        when the claim fails, a witness output set S with rows[i](S) > e^epsilon rows[j](S) + delta.
+        epsilon (max over pairs and directions, rounded up by at most a few ulps); the worst ordered pair
+        ``(i, j)``; and, when the claim fails, a witness output set S with rows[i](S) > e^epsilon rows[j](S) + delta.
 
     Raises
     ------

@@ -27,8 +27,8 @@ def compose_zcdp(guarantees: Sequence[object]) -> ZCDP:
     Returns
     -------
     ZCDP
-        ``rho`` is ``Estimate(kind="exact")``, the exact sum rounded up: Gaussian mechanisms with these rhos compose to a
-        Gaussian mechanism with exactly the summed rho.
+        ``rho`` is ``Estimate(kind="exact")``, the exact sum rounded up: Gaussian mechanisms with these rhos
+        compose to a Gaussian mechanism with exactly the summed rho.
 
     Raises
     ------

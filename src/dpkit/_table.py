@@ -1,4 +1,5 @@
-"""Plain-text tables for the command line (no dependency beyond the standard library)."""
+"""Plain-text tables shared by the command line and query results (standard library only; at the package
+root so that `dpkit.query` need not import `dpkit.cli`)."""
 
 from __future__ import annotations
 
