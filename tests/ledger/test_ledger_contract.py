@@ -283,7 +283,8 @@ def test_unknown_type_in_the_record(ledger_target: Target) -> None:
 
 def test_invalid_stored_budget(ledger_target: Target) -> None:
     ledger_target.open(PureDP(1.0)).close()
-    ledger_target.tamper("UPDATE budget SET type = 'RenyiDP', params = ?", '{"epsilons": ["1.0"], "orders": ["1000.0"]}')
+    ledger_target.tamper("UPDATE budget SET type = 'RenyiDP', params = ?",
+                         '{"epsilons": ["1.0"], "orders": ["1000.0"]}')  # an order above the core's largest
     with pytest.raises(LedgerError, match="not a valid budget"):
         ledger_target.open()
 

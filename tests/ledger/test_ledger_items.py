@@ -94,8 +94,8 @@ def test_ledger_and_accountant_agree_spend_by_spend(tmp_path: Path, seed: int, f
         for step in range(60):
             spend, count = rng.choice(SPENDS), rng.choice((1, 1, 2))
             before = _files(path)
-            expected = _outcome(lambda: acc.admit(spend, count=count))
-            got = _outcome(lambda: ledger.reserve(spend, count=count))
+            expected = _outcome(lambda spend=spend, count=count: acc.admit(spend, count=count))
+            got = _outcome(lambda spend=spend, count=count: ledger.reserve(spend, count=count))
             assert got == expected, f"step {step}: {spend} x{count}"
             if got != "ok":
                 refused += 1

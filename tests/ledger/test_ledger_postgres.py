@@ -88,14 +88,15 @@ def test_an_older_schema_is_migrated_once_keeping_every_spend(target: Target, mo
                      " ('ledger_id', 'v1ledger'), ('created_at', 't'), ('schema_version', '1')")
         conn.execute("INSERT INTO dpkit_ledger.budget (id, type, params, created_at) VALUES (1, 'ApproxDP', %s, 't')",
                      ('{"delta": "1e-06", "epsilon": "1.0"}',))
-        conn.execute("INSERT INTO dpkit_ledger.spends (created_at, updated_at, label, type, params, count, state, owner)"
-                     " VALUES ('t', 't', 'before', 'ApproxDP', %s, 2, 'committed', 'me')",
+        conn.execute("INSERT INTO dpkit_ledger.spends (created_at, updated_at, label, type, params, count, state,"
+                     " owner) VALUES ('t', 't', 'before', 'ApproxDP', %s, 2, 'committed', 'me')",
                      ('{"delta": "2.5e-07", "epsilon": "0.25"}',))
     with PostgresLedger(target.location) as ledger:
         assert ledger.filter == "basic" and ledger.ledger_id == "v1ledger"
         assert ledger.spent() == ApproxDP(epsilon=0.5, delta=5e-7)
         assert ledger.remaining() == ApproxDP(epsilon=0.5, delta=5e-7)
-        ledger.commit(ledger.reserve(ApproxDP(epsilon=0.25, delta=2.5e-7), label="after"))  # basic: an (eps, delta) spend
+        # basic composition takes an (eps, delta) spend after others
+        ledger.commit(ledger.reserve(ApproxDP(epsilon=0.25, delta=2.5e-7), label="after"))
     monkeypatch.setattr(pg_module, "SCHEMA_VERSION", 3)
     monkeypatch.setitem(pg_module.MIGRATIONS, 3, ("ALTER TABLE dpkit_ledger.spends ADD COLUMN note text",))
     for _ in range(2):  # the second open finds version 3 and applies nothing
