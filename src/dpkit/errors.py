@@ -11,6 +11,7 @@ The tree::
         ├── NumericalAccuracyError     a numerical method could not reach the accuracy it promises
         ├── BudgetExceededError        a spend that would exceed the privacy budget (nothing was spent)
         ├── LedgerError                a ledger file that is not a dpkit ledger, or an invalid state change
+        │   └── LedgerUnavailableError a ledger that cannot be written now: read-only, or locked past the timeout
         ├── DataDependentFailure       the query engine failed after reading the data (its budget is spent)
         ├── MissingDependencyError     (also a ModuleNotFoundError) an optional package dpkit needs is absent
         └── ResourceLimitError         (also a MemoryError) a request would need more memory than dpkit allows
@@ -38,6 +39,7 @@ __all__ = [
     "DpkitError",
     "InvalidArgumentError",
     "LedgerError",
+    "LedgerUnavailableError",
     "MissingDependencyError",
     "NumericalAccuracyError",
     "ResourceLimitError",
@@ -81,6 +83,14 @@ class BudgetExceededError(DpkitError):
 
 class LedgerError(DpkitError):
     """A ledger file that is not a dpkit ledger (or is corrupted), or an invalid state change."""
+
+
+class LedgerUnavailableError(LedgerError):
+    """A ledger that cannot be written now: a read-only file or database, or a lock held past the timeout.
+
+    The ledger and its budget are intact; nothing was spent.  Fix the access (permissions, a read-only
+    mount, the process holding the lock) and retry; never replace the ledger to get past this error.
+    """
 
 
 class DataDependentFailure(DpkitError):

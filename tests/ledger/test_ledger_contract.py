@@ -164,11 +164,54 @@ def test_closed_ledger_refuses(ledger_target: Target) -> None:
 
 # ---- families -----------------------------------------------------------------------------------
 def test_approx_budget_composes_epsilon_and_delta(ledger_target: Target) -> None:
-    with ledger_target.open(ApproxDP(epsilon=1.0, delta=1e-6)) as ledger:
+    with ledger_target.open(ApproxDP(epsilon=1.0, delta=1e-6), filter="basic") as ledger:
+        assert ledger.filter == "basic"
         ledger.reserve(PureDP(0.25))
         ledger.reserve(ApproxDP(epsilon=0.25, delta=2.5e-7), count=2)
         assert ledger.spent() == ApproxDP(epsilon=0.75, delta=5e-7)
         assert ledger.remaining() == ApproxDP(epsilon=0.25, delta=5e-7)
+    with pytest.raises(ValueError, match="does not match the filter"):
+        ledger_target.open(filter="auto")
+
+
+def test_auto_filter_is_fixed_by_the_first_spend(ledger_target: Target) -> None:
+    """A new ledger's filter is "auto": a pure first spend chooses the zCDP filter (with all of delta), so a later
+    (epsilon, delta) spend has no delta to draw on and is refused, changing nothing."""
+    with ledger_target.open(ApproxDP(epsilon=1.0, delta=1e-6)) as ledger:
+        assert ledger.filter == "auto" and ledger.remaining() == ApproxDP(epsilon=1.0, delta=1e-6)
+        ledger.reserve(PureDP(0.05))
+        before, stored = _state(ledger), ledger_target.snapshot()
+        with pytest.raises(UnsupportedError, match="no delta to draw on"):
+            ledger.reserve(ApproxDP(epsilon=0.25, delta=2.5e-7))
+        assert _state(ledger) == before and ledger_target.snapshot() == stored
+        ledger.reserve(ZCDP(0.001))  # the zCDP filter takes zCDP spends under an ApproxDP budget
+        assert isinstance(ledger.spent(), ApproxDP) and ledger.spent().delta in (0.0, 1e-6)
+
+
+def test_gaussian_dp_budget(ledger_target: Target) -> None:
+    with ledger_target.open(GaussianDP(1.0)) as ledger:
+        ledger.reserve(GaussianDP(0.6))
+        ledger.reserve(GaussianDP(0.6))
+        assert ledger.spent() == Accountant_spent(GaussianDP(1.0), [GaussianDP(0.6)] * 2)
+        before, stored = _state(ledger), ledger_target.snapshot()
+        with pytest.raises(BudgetExceededError):
+            ledger.reserve(GaussianDP(0.6))
+        with pytest.raises(UnsupportedError):
+            ledger.reserve(ZCDP(0.01))  # zCDP does not imply GDP
+        assert _state(ledger) == before and ledger_target.snapshot() == stored
+    with ledger_target.open() as ledger:
+        assert ledger.budget == GaussianDP(1.0)
+        left = ledger.remaining()
+        assert isinstance(left, GaussianDP) and math.isclose(left.mu, math.sqrt(1 - 0.72), rel_tol=1e-12)
+
+
+def Accountant_spent(budget: object, spends: list[object]) -> object:
+    from dpkit.accounting import Accountant
+
+    acc = Accountant(budget)  # type: ignore[arg-type]
+    for g in spends:
+        acc.admit(g)
+    return acc.spent()
 
 
 def test_zcdp_budget_takes_gaussian_dp(ledger_target: Target) -> None:
@@ -183,9 +226,9 @@ def test_renyi_budget_per_order(ledger_target: Target) -> None:
     budget = RenyiDP(orders=[2.0, 8.0], epsilons=[1.0, 4.0])
     with ledger_target.open(budget) as ledger:
         ledger.reserve(ZCDP(0.25))  # alpha * rho: 0.5 at 2, 2.0 at 8
-        spent = ledger.spent()
-        assert spent.epsilons == (0.5, 2.0)
-        assert ledger.remaining().epsilons == (0.5, 2.0)
+        spent, left = ledger.spent(), ledger.remaining()  # the core rounds every cost up (by an ulp here)
+        assert all(s >= e and math.isclose(s, e, rel_tol=1e-15) for s, e in zip(spent.epsilons, (0.5, 2.0)))
+        assert all(r <= e and math.isclose(r, e, rel_tol=1e-15) for r, e in zip(left.epsilons, (0.5, 2.0)))
         with pytest.raises(BudgetExceededError, match="order 8"):
             ledger.reserve(RenyiDP(orders=[2.0, 8.0], epsilons=[0.1, 2.5]))
     with ledger_target.open(RenyiDP(orders=[8.0, 2.0], epsilons=[4.0, 1.0])) as ledger:  # same, reordered
@@ -215,7 +258,7 @@ def test_bad_count_label_and_metadata_refused(ledger_target: Target) -> None:
 def test_bad_budget_refused_before_anything_is_written(ledger_target: Target) -> None:
     before = ledger_target.snapshot()
     with pytest.raises(TypeError, match="budget must be"):
-        ledger_target.open(GaussianDP(1.0))
+        ledger_target.open(0.5)
     with pytest.raises(UnsupportedError):
         ledger_target.open(WassersteinDP(p=1.0, epsilon=1.0))
     with pytest.raises(UnsupportedError, match="finitely many orders"):
@@ -240,7 +283,8 @@ def test_unknown_type_in_the_record(ledger_target: Target) -> None:
 
 def test_invalid_stored_budget(ledger_target: Target) -> None:
     ledger_target.open(PureDP(1.0)).close()
-    ledger_target.tamper("UPDATE budget SET type = 'GaussianDP', params = ?", '{"mu": "1.0"}')
+    ledger_target.tamper("UPDATE budget SET type = 'RenyiDP', params = ?",
+                         '{"epsilons": ["1.0"], "orders": ["1000.0"]}')  # an order above the core's largest
     with pytest.raises(LedgerError, match="not a valid budget"):
         ledger_target.open()
 

@@ -14,7 +14,7 @@ import time
 import pytest
 
 import dpkit.ledger.postgres as pg_module
-from dpkit.errors import BudgetExceededError
+from dpkit.errors import BudgetExceededError, LedgerUnavailableError
 from dpkit.guarantees import ApproxDP, PureDP
 from dpkit.ledger import LedgerError, PostgresLedger, open_ledger
 from ledger_targets import Target
@@ -35,9 +35,11 @@ def test_schema_made_on_first_use_in_its_own_schema_and_versioned(target: Target
     assert {r[0] for r in relations} == {"dpkit_ledger"}  # nothing outside its schema
     assert {r[1] for r in relations if r[2] == "r"} == {"meta", "budget", "spends"}
     meta = dict(meta)
-    assert meta["application"] == "dpkit-ledger" and meta["schema_version"] == str(pg_module.SCHEMA_VERSION) == "1"
+    assert meta["application"] == "dpkit-ledger" and meta["schema_version"] == str(pg_module.SCHEMA_VERSION) == "2"
+    assert meta["filter"] == '"auto"' and meta["aborts"] == "0"
     assert budget[0][1:3] == ("PureDP", '{"epsilon": "1.0"}')  # the same record format as the SQLite file
     assert [(s[4], s[5], s[7]) for s in spends] == [("PureDP", '{"epsilon": "0.5"}', "committed")]
+    assert '"type": "PureDP"' in spends[0][10]  # the item, as JSON
 
 
 def test_a_database_of_another_application_is_refused_and_untouched(target: Target) -> None:
@@ -66,27 +68,43 @@ def test_a_foreign_schema_of_the_same_name_is_refused_and_untouched(target: Targ
 def test_a_newer_schema_is_refused_with_one_line_and_untouched(target: Target) -> None:
     with PostgresLedger(target.location, budget=PureDP(1.0)) as ledger:
         ledger.commit(ledger.reserve(PureDP(0.25)))
-    target.tamper("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    target.tamper("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     before = target.snapshot()
     with pytest.raises(LedgerError) as info:
         PostgresLedger(target.location)
     message = str(info.value)
-    assert "schema version 2, newer than this dpkit reads (version 1); upgrade dpkit" in message
+    assert "schema version 3, newer than this dpkit reads (version 2); upgrade dpkit" in message
     assert "\n" not in message
     assert target.snapshot() == before
 
 
 def test_an_older_schema_is_migrated_once_keeping_every_spend(target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The migration machinery on a real server: a version-2 step (an added column) applied to a version-1 ledger."""
-    with PostgresLedger(target.location, budget=PureDP(1.0)) as ledger:
-        ledger.commit(ledger.reserve(PureDP(0.25), label="before"))
-    monkeypatch.setattr(pg_module, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(pg_module.MIGRATIONS, 2, ("ALTER TABLE dpkit_ledger.spends ADD COLUMN note text",))
-    for _ in range(2):  # the second open finds version 2 and applies nothing
+    """A version-1 ledger (as dpkit wrote it before items were recorded) is migrated to version 2 on open, keeps its
+    spends and its basic-composition rule; then the machinery once more: a version-3 step applied once."""
+    with target.raw() as conn:  # version 1, statement for statement
+        for statement in pg_module.MIGRATIONS[1]:
+            conn.execute(statement)
+        conn.execute("INSERT INTO dpkit_ledger.meta (key, value) VALUES ('application', 'dpkit-ledger'),"
+                     " ('ledger_id', 'v1ledger'), ('created_at', 't'), ('schema_version', '1')")
+        conn.execute("INSERT INTO dpkit_ledger.budget (id, type, params, created_at) VALUES (1, 'ApproxDP', %s, 't')",
+                     ('{"delta": "1e-06", "epsilon": "1.0"}',))
+        conn.execute("INSERT INTO dpkit_ledger.spends (created_at, updated_at, label, type, params, count, state,"
+                     " owner) VALUES ('t', 't', 'before', 'ApproxDP', %s, 2, 'committed', 'me')",
+                     ('{"delta": "2.5e-07", "epsilon": "0.25"}',))
+    with PostgresLedger(target.location) as ledger:
+        assert ledger.filter == "basic" and ledger.ledger_id == "v1ledger"
+        assert ledger.spent() == ApproxDP(epsilon=0.5, delta=5e-7)
+        assert ledger.remaining() == ApproxDP(epsilon=0.5, delta=5e-7)
+        # basic composition takes an (eps, delta) spend after others
+        ledger.commit(ledger.reserve(ApproxDP(epsilon=0.25, delta=2.5e-7), label="after"))
+    monkeypatch.setattr(pg_module, "SCHEMA_VERSION", 3)
+    monkeypatch.setitem(pg_module.MIGRATIONS, 3, ("ALTER TABLE dpkit_ledger.spends ADD COLUMN note text",))
+    for _ in range(2):  # the second open finds version 3 and applies nothing
         with PostgresLedger(target.location) as ledger:
-            assert [e.label for e in ledger.history()] == ["before"] and ledger.remaining() == PureDP(0.75)
+            assert [e.label for e in ledger.history()] == ["before", "after"]
+            assert ledger.remaining() == ApproxDP(epsilon=0.25, delta=2.5e-7)
     relations, _, meta, spends, _ = target.snapshot()  # type: ignore[misc]
-    assert dict(meta)["schema_version"] == "2" and len(spends[0]) == 11  # the new column, once
+    assert dict(meta)["schema_version"] == "3" and len(spends[0]) == 12  # item and the new column, once each
 
 
 def test_bad_connections_are_one_line_errors_without_the_password(target: Target, postgres_server: PostgresServer) -> None:
@@ -164,8 +182,9 @@ def test_a_lock_held_past_the_timeout_is_an_error_and_writes_nothing(target: Tar
     with PostgresLedger(target.location, budget=PureDP(1.0), timeout=0.5) as ledger:
         before = target.snapshot()
         with target.hold_write_lock():
-            with pytest.raises(LedgerError, match="could not lock the ledger .* within 0.5 s"):
+            with pytest.raises(LedgerUnavailableError, match="could not lock the ledger .* within 0.5 s") as info:
                 ledger.reserve(PureDP(0.25))
+            assert "reset" not in str(info.value) and "nothing was spent" in str(info.value).lower()
             assert ledger.remaining() == PureDP(1.0)  # reads never wait for the lock
         assert target.snapshot() == before
         ledger.commit(ledger.reserve(PureDP(0.25)))  # the same connection works afterwards

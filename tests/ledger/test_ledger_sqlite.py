@@ -78,7 +78,7 @@ def test_bad_timeout_refused(path: Path, timeout: object) -> None:
 
 def test_bad_budget_and_path_refused(path: Path) -> None:
     with pytest.raises(TypeError, match="budget must be"):
-        SQLiteLedger(path, budget=GaussianDP(1.0))  # type: ignore[arg-type]
+        SQLiteLedger(path, budget=0.5)  # type: ignore[arg-type]
     with pytest.raises(UnsupportedError):
         SQLiteLedger(path, budget=WassersteinDP(p=1.0, epsilon=1.0))  # type: ignore[arg-type]
     with pytest.raises(UnsupportedError, match="finitely many orders"):

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from dpkit._math import Estimate, check_delta, check_epsilon
-from dpkit._math.directed import down
+from dpkit._math.directed import down, up
 from dpkit.accounting.filters import Filter, FilterSet, make_filter
 from dpkit.accounting.items import ORDERS, PrivacyItem, as_item
 from dpkit.accounting.state import AccountingState
@@ -140,7 +140,8 @@ class Accountant:
         self._adaptive = adaptive
         self._rule = _rule(self._budget, filter)
         self._state = AccountingState()
-        self._spends: tuple[Spend, ...] = ()
+        self._spends: list[Spend] = []  # appended to (O(1) per spend); read through ``spends`` as a tuple
+        self._pure_left: tuple[FilterSet, float] | None = None  # _largest_pure of one (immutable) rule, memoised
         self._allowance: tuple[int, str, int] | None = None  # (state entries, item key, copies certified)
 
     # ---- state ------------------------------------------------------------------------------
@@ -155,7 +156,7 @@ class Accountant:
     @property
     def spends(self) -> tuple[Spend, ...]:
         """What has been spent, in order (an immutable tuple)."""
-        return self._spends
+        return tuple(self._spends)
 
     @property
     def state(self) -> AccountingState:
@@ -230,13 +231,20 @@ class Accountant:
         """Record a spend if it fits, else raise BudgetExceededError leaving everything unchanged.
 
         Returns the remaining budget (:meth:`remaining`)."""
+        self.admit(item, count=count, label=label)
+        return self.remaining()
+
+    def admit(self, item: object, *, count: int = 1, label: str | None = None) -> None:
+        """:meth:`spend` without computing what remains: O(1) in the history, for a caller spending in a loop
+        (under an ApproxDP budget :meth:`remaining` searches for the largest pure epsilon still admitted).
+
+        Raises BudgetExceededError (or UnsupportedError) and changes nothing if the spend does not fit."""
         it = as_item(item, label=label)
         n = _check_count(count)
         state, rule, allowance = self._decide(it, n)
-        # the one commit
-        self._state, self._rule, self._allowance, self._spends = (
-            state, rule, allowance, self._spends + (Spend(item, n, label or it.label),))
-        return self.remaining()
+        # the one commit (the append cannot fail once the new state and rule exist)
+        self._state, self._rule, self._allowance = state, rule, allowance
+        self._spends.append(Spend(item, n, label or it.label))
 
     def remaining(self) -> Any:
         """What is left, in the budget's family.
@@ -275,7 +283,66 @@ class Accountant:
             return ApproxDP(epsilon=max(0.0, _down(eps_b - used_eps)), delta=delta_b)
         return ApproxDP(epsilon=self._largest_pure(), delta=self._delta_left())
 
+    def spent(self) -> Any:
+        """What the spends so far add up to, in the budget's family, as the adaptive rule accounts for them.
+
+        PureDP: the sum of epsilon (Dwork & Roth 2014, Thm 3.16); ZCDP: the sum of rho (Bun & Steinke 2016,
+        arXiv 1605.02065, Lemma 2.3); GaussianDP: mu = sqrt(sum mu_i^2) (Dong, Roth, Su 2022, arXiv 1905.02383,
+        Cor 3.3; ``PureDP(0)`` while nothing is spent); RenyiDP: per budget order, the sum at the smallest core
+        order at or above it (RDP is non-decreasing in the order); ApproxDP, adaptive: the tightest (epsilon,
+        delta) that one of the filters still running certifies for its total (basic: the sums; zCDP: CKS 2020,
+        arXiv 2004.00010, Cor 13 at its delta share; GDP: the exact Gaussian profile at its share; RDP: CKS
+        Prop 12 at its order; Whitehouse et al. 2023: sqrt(2 ln(1/d') s) + s/2 with delta d' + the spends'
+        deltas); ApproxDP, non-adaptive: :meth:`epsilon` at the budget's delta.  Every number is rounded up.
+        For parameters chosen adaptively the certified guarantee is the budget itself (see :meth:`epsilon`).
+
+        >>> from dpkit.guarantees import ZCDP
+        >>> acc = Accountant(ZCDP(1.0)); acc.admit(ZCDP(0.25), count=2); print(acc.spent())
+        0.5-zCDP
+        """
+        b = self._budget
+        rule = self._rule
+        if isinstance(b, PureDP) or (isinstance(b, ApproxDP) and float(b.delta) == 0.0 and self._adaptive):
+            e = up(rule.filters[0].used)
+            return PureDP(e) if isinstance(b, PureDP) else ApproxDP(epsilon=e, delta=0.0)
+        if isinstance(b, ZCDP):
+            return ZCDP(up(rule.filters[0].used))
+        if isinstance(b, GaussianDP):
+            used = rule.filters[0].used
+            if used == 0:
+                return PureDP(0.0)
+            r = math.sqrt(up(used))
+            return GaussianDP(r if Fraction(r) ** 2 >= used else math.nextafter(r, math.inf))  # rounded up
+        if isinstance(b, RenyiDP):
+            f = rule.filters[0]
+            used_at = {ORDERS[i]: u for i, u in zip(f.orders, f.rdp_used)}
+            orders = [float(a) for a in b.orders]  # type: ignore[union-attr, arg-type]
+            eps = [up(used_at[next(o for o in ORDERS if o >= a)]) for a in orders]
+            return RenyiDP(orders=orders, epsilons=eps, description="spent")
+        if not self._adaptive:
+            if not self._spends:
+                return ApproxDP(epsilon=0.0, delta=0.0)
+            return ApproxDP(epsilon=float(self.epsilon(float(b.delta))), delta=float(b.delta))
+        if rule.pending is not None or not self._spends:
+            return ApproxDP(epsilon=0.0, delta=0.0)
+        best: tuple[float, float] | None = None
+        for f, alive in zip(rule.filters, rule.alive):
+            if alive:
+                cert = _certified(f)
+                if best is None or cert < best:
+                    best = cert
+        assert best is not None  # a spend was admitted, so some filter is alive
+        return ApproxDP(epsilon=best[0], delta=min(1.0, best[1]))
+
     def _largest_pure(self) -> float:
+        memo = self._pure_left
+        if memo is not None and memo[0] is self._rule:  # the rule is immutable: its answer never changes
+            return memo[1]
+        out = self._search_pure()
+        self._pure_left = (self._rule, out)
+        return out
+
+    def _search_pure(self) -> float:
         lo, hi = 0.0, float(self._budget.epsilon)  # type: ignore[union-attr]
         if self._rule.admit(as_item(PureDP(hi)), 1) is not None:
             return hi
@@ -288,6 +355,8 @@ class Accountant:
         return lo
 
     def _delta_left(self) -> float:
+        if self._rule.pending is not None:  # nothing spent yet: a first (epsilon, delta) spend may take all of delta
+            return float(self._budget.delta)  # type: ignore[union-attr]
         left = 0.0
         for f, a in zip(self._rule.filters, self._rule.alive):
             if a and f.kind in ("basic", "approx"):
@@ -352,6 +421,36 @@ class Accountant:
             except UnsupportedError as exc:
                 rows.append(MethodReport(method, math.nan, "n/a", ADAPTIVE_VALID[method], str(exc)[:100]))
         return rows
+
+
+def _certified(f: Filter) -> tuple[float, float]:
+    """(epsilon, delta), rounded up, that filter ``f`` certifies for its running total (see ``Accountant.spent``)."""
+    from dpkit.accounting.state import add_up, cks_epsilon, mul_up, zcdp_epsilon
+
+    if f.kind == "basic":
+        return up(f.used), up(f.delta_used)
+    if f.kind == "approx":
+        if f.used == 0 and f.delta_used == 0:
+            return 0.0, 0.0
+        s = up(f.used)
+        eps = add_up(math.nextafter(math.sqrt(mul_up(f.log_term, s)), math.inf), mul_up(0.5, s))
+        return eps, add_up(f.share - f.delta_limit, up(f.delta_used))  # d' + the spends' deltas
+    if f.kind == "zcdp":
+        return (0.0, 0.0) if f.used == 0 else (zcdp_epsilon(up(f.used), f.share), f.share)
+    if f.kind == "gdp":
+        if f.used == 0:
+            return 0.0, 0.0
+        from dpkit.accounting.gaussian_profile import gaussian_epsilon_interval
+
+        mu = math.sqrt(up(f.used))
+        mu = mu if Fraction(mu) ** 2 >= f.used else math.nextafter(mu, math.inf)
+        return gaussian_epsilon_interval(mu, f.share)[1], f.share
+    if all(u == 0 for u in f.rdp_used):
+        return 0.0, 0.0
+    import numpy as np
+
+    orders = np.array([ORDERS[i] for i in f.orders])
+    return cks_epsilon(np.array([up(u) for u in f.rdp_used]), orders, f.share), f.share
 
 
 def _holds_no_delta_for(f: Filter, item: PrivacyItem) -> bool:

@@ -72,6 +72,8 @@ def add_up(a: float, b: float) -> float:
 
 def mul_up(k: float, v: float) -> float:
     """k * v rounded up (exactly decided with fractions; 0 and infinities stay)."""
+    if k == 1:
+        return v  # exact: no rounding to correct (the common case of one spend at a time)
     p = k * v
     if p == 0.0 or not math.isfinite(p):
         return p

@@ -41,6 +41,7 @@ from dpkit.ledger._base import (
     guarantee_from_record,
     guarantee_to_record,
 )
+from dpkit.ledger._core import FilterSpec
 from dpkit.ledger.postgres import PostgresLedger
 from dpkit.ledger.sqlite import SQLiteLedger
 
@@ -61,7 +62,8 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
 def open_ledger(
-    target: str | os.PathLike[str], *, budget: Budget | None = None, timeout: float = 60.0
+    target: str | os.PathLike[str], *, budget: Budget | None = None, timeout: float = 60.0,
+    filter: FilterSpec | None = None,
 ) -> SQLiteLedger | PostgresLedger:
     """Open (or create) the ledger that ``target`` names: a PostgreSQL URL or a SQLite file.
 
@@ -70,10 +72,13 @@ def open_ledger(
     target : str or os.PathLike
         ``postgresql://user@host:port/dbname`` (or ``postgres://``) for a :class:`PostgresLedger`
         shared by a team; any other path for a :class:`SQLiteLedger` file on this machine.
-    budget : PureDP, ApproxDP, ZCDP or RenyiDP (finite orders), optional
+    budget : PureDP, ApproxDP, ZCDP, GaussianDP or RenyiDP (finite orders), optional
         The total budget of a new ledger; an existing ledger keeps its own (a different one is refused).
     timeout : float, finite, > 0
         Seconds to wait for another client holding the ledger's lock.
+    filter : "auto", a filter kind, or {kind: delta share}, optional
+        The privacy filter of a new ledger (default ``"auto"``; see :class:`dpkit.accounting.Accountant`);
+        an existing ledger keeps its own (a different one is refused).
 
     Returns
     -------
@@ -99,7 +104,7 @@ def open_ledger(
     """
     if isinstance(target, str) and "://" in target:
         if target.lower().startswith(POSTGRES_SCHEMES):
-            return PostgresLedger(target, budget=budget, timeout=timeout)
+            return PostgresLedger(target, budget=budget, timeout=timeout, filter=filter)
         scheme = target.split("://", 1)[0]
         raise ValueError(f"a ledger is a file path or a postgresql:// URL; got a {scheme}:// URL.")
-    return SQLiteLedger(target, budget=budget, timeout=timeout)
+    return SQLiteLedger(target, budget=budget, timeout=timeout, filter=filter)

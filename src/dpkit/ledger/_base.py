@@ -21,10 +21,14 @@ A :class:`Ledger` records every release and its cost *before* the result is retu
 parameters whose floats are written with ``repr`` (the shortest string that reads back to the same
 double), so numbers round-trip exactly; ``inf`` is written ``"inf"``.
 
-Storable spends: ``PureDP``, ``ApproxDP``, ``ZCDP``, ``GaussianDP`` and ``RenyiDP`` given at finitely
-many orders.  ``WassersteinDP`` is refused (:class:`~dpkit.errors.UnsupportedError`): it bounds a
-transport distance, not privacy loss.  Budgets: ``PureDP``, ``ApproxDP``, ``ZCDP`` or a finite
-``RenyiDP``, as for the Accountant.
+Spends: anything :func:`dpkit.accounting.items.as_item` takes -- a guarantee (``PureDP``, ``ApproxDP``,
+``ZCDP``, ``GaussianDP``, ``RenyiDP`` given at finitely many orders), a dpkit mechanism, a
+``GaussianEvent``/``LaplaceEvent`` or a ``DPSGDStep``; each is recorded as its
+:class:`~dpkit.accounting.items.PrivacyItem` (:func:`~dpkit.accounting.items.item_to_json`, every number
+exactly), beside a readable ``(type, params)`` pair (the guarantee's own, or ``("item", event JSON)``).
+``WassersteinDP`` is refused (:class:`~dpkit.errors.UnsupportedError`): it bounds a transport distance,
+not privacy loss.  Budgets: ``PureDP``, ``ApproxDP``, ``ZCDP``, ``GaussianDP`` or a finite ``RenyiDP``,
+as for the Accountant.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from dpkit.accounting.items import PrivacyItem
 from dpkit.errors import LedgerError, UnsupportedError  # LedgerError lives in the error tree; re-exported
 from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP, RenyiDP, WassersteinDP
 
@@ -50,7 +55,7 @@ __all__ = [
 ]
 
 Guarantee = PureDP | ApproxDP | ZCDP | GaussianDP | RenyiDP
-Budget = PureDP | ApproxDP | ZCDP | RenyiDP
+Budget = PureDP | ApproxDP | ZCDP | GaussianDP | RenyiDP
 
 STATES = ("reserved", "committed", "aborted")
 
@@ -65,32 +70,42 @@ class Reservation:
         Row id in the ledger.
     ledger_id : str
         Identity of the ledger that issued it (a random id made when the file was created).
-    guarantee : PureDP, ApproxDP, ZCDP, GaussianDP or RenyiDP
+    guarantee : PureDP, ApproxDP, ZCDP, GaussianDP, RenyiDP or None
+        The spend's guarantee (None for a spend that states none, e.g. a DP-SGD step: see ``item``).
     count : int, >= 1
     label : str
+    item : PrivacyItem or None
+        What was recorded: the spend's costs in every family of the accounting core.
     """
 
     id: int
     ledger_id: str
-    guarantee: Guarantee
+    guarantee: Guarantee | None
     count: int
     label: str
+    item: PrivacyItem | None = field(default=None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LedgerEntry:
-    """One row of the ledger's history (times are UTC ISO 8601 strings)."""
+    """One row of the ledger's history (times are UTC ISO 8601 strings).
+
+    ``guarantee`` is the spend's guarantee (None where it states none, e.g. a DP-SGD step); ``item`` is the
+    :class:`~dpkit.accounting.items.PrivacyItem` recorded (for rows written before items were recorded,
+    the item of the stored guarantee).
+    """
 
     id: int
     ledger_id: str
     created_at: str
     updated_at: str
     label: str
-    guarantee: Guarantee
+    guarantee: Guarantee | None
     count: int
     state: str
     owner: str
     metadata: dict[str, Any] | None = field(default=None)
+    item: PrivacyItem | None = field(default=None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

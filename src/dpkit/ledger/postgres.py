@@ -56,8 +56,9 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
+from dpkit.errors import LedgerUnavailableError
 from dpkit.ledger._base import Budget, LedgerError
-from dpkit.ledger._core import SQLLedger, check_budget, now
+from dpkit.ledger._core import LEGACY_FILTER, FilterSpec, SQLLedger, check_budget, filter_to_text, now
 
 __all__ = ["MIGRATIONS", "SCHEMA", "SCHEMA_VERSION", "PostgresLedger"]
 
@@ -65,7 +66,7 @@ T = TypeVar("T")
 
 SCHEMA = "dpkit_ledger"  # the ledger's own schema: every name dpkit reads or writes is inside it
 APPLICATION = "dpkit-ledger"  # meta.application: marks the schema as a dpkit ledger
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _ADVISORY_KEY = 0x64706B6C6C656467  # "dpklledg": serialises creation and migration across processes
 _NAMES = {"meta": f"{SCHEMA}.meta", "budget": f"{SCHEMA}.budget", "spends": f"{SCHEMA}.spends"}
 _TABLES = {"meta", "budget", "spends"}
@@ -85,6 +86,12 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         " state text NOT NULL CHECK (state IN ('reserved', 'committed', 'aborted')),"
         " owner text NOT NULL, metadata text)",
         f"CREATE INDEX spends_state ON {SCHEMA}.spends (state)",
+    ),
+    # each spend's PrivacyItem; the filter choice ("basic" for a ledger decided by basic composition before
+    # it was stored; a new ledger's is set when its budget is stored); the abort counter of the cached replay
+    2: (
+        f"ALTER TABLE {SCHEMA}.spends ADD COLUMN item text",
+        f"INSERT INTO {SCHEMA}.meta (key, value) VALUES ('filter', '{filter_to_text(LEGACY_FILTER)}'), ('aborts', '0')",
     ),
 }
 
@@ -118,13 +125,16 @@ class PostgresLedger(SQLLedger):
         A libpq connection URL (``postgresql://user@host:5432/dbname``) or key=value string naming
         the database that holds (or will hold) the ledger.  Prefer ``PGPASSWORD`` or ``~/.pgpass``
         to a password in the URL; it is never shown either way.
-    budget : PureDP, ApproxDP, ZCDP or RenyiDP (finite orders), optional
+    budget : PureDP, ApproxDP, ZCDP, GaussianDP or RenyiDP (finite orders), optional
         The total budget.  Required when the ledger is new; stored once.  On a later open it may
         be omitted (the stored budget is used) or must equal the stored one exactly.
     timeout : float, finite, > 0
         Seconds to wait for another client holding the budget's lock before failing.
     connect_timeout : float, finite, >= 2
         Seconds to wait for the server to answer a connection (unless the URL sets its own).
+    filter : "auto", a filter kind, or {kind: delta share}, optional
+        The privacy filter of an ApproxDP budget, stored when the ledger is created (default ``"auto"``); on a
+        later open it may be omitted or must equal the stored one.
 
     Raises
     ------
@@ -132,7 +142,7 @@ class PostgresLedger(SQLLedger):
         If a new ledger gets no budget, the budget differs from the stored one, or a timeout is
         not finite and positive.
     TypeError
-        If ``budget`` is not a budget guarantee (e.g. ``GaussianDP``) or ``url`` not a str.
+        If ``budget`` is not a budget guarantee or ``url`` not a str.
     UnsupportedError
         If ``budget`` is a ``WassersteinDP`` or a ``RenyiDP`` given by a callable curve.
     LedgerError
@@ -155,7 +165,7 @@ class PostgresLedger(SQLLedger):
     """
 
     def __init__(self, url: str, *, budget: Budget | None = None, timeout: float = 60.0,
-                 connect_timeout: float = 10.0) -> None:
+                 connect_timeout: float = 10.0, filter: FilterSpec | None = None) -> None:
         if not isinstance(url, str):
             raise TypeError(f"url must be a str such as 'postgresql://user@host/db'; got {type(url).__name__}.")
         for name, value, low in (("timeout", timeout, 0.0), ("connect_timeout", connect_timeout, 2.0)):
@@ -175,8 +185,9 @@ class PostgresLedger(SQLLedger):
         self._params.setdefault("connect_timeout", str(max(2, math.ceil(connect_timeout))))
         self._params.setdefault("application_name", "dpkit")
         self._timeout = float(timeout)
+        self._init_core()
         try:
-            self._budget, self._ledger_id = self._open(budget)
+            self._budget, self._ledger_id = self._open(budget, filter)
         except BaseException:
             self.close()
             raise
@@ -299,9 +310,16 @@ class PostgresLedger(SQLLedger):
                     time.sleep(random.uniform(0.0, 0.01 * failures))
                 except errors.LockNotAvailable:
                     self._rollback(conn)
-                    raise LedgerError(
+                    raise LedgerUnavailableError(
                         f"could not lock the ledger {self._where} within {self._timeout:g} s; another client holds "
-                        "it. Nothing was changed. Retry, or open with a larger timeout."
+                        "it. Nothing was spent and the ledger is unchanged. Retry, or open with a larger timeout."
+                    ) from None
+                except errors.ReadOnlySqlTransaction as exc:
+                    self._rollback(conn)
+                    raise LedgerUnavailableError(
+                        f"the ledger {self._where} cannot be written: the server or database is read-only "
+                        f"({_one_line(exc, self._secret)}). Nothing was spent and the ledger is unchanged; use a "
+                        "writable server (the primary, not a standby)."
                     ) from None
                 except pg.OperationalError as exc:
                     lost = conn.closed or conn.broken
@@ -331,7 +349,7 @@ class PostgresLedger(SQLLedger):
         return text.format_map(_NAMES).replace("?", "%s")
 
     # ---- opening: schema, version, budget ------------------------------------------------------------
-    def _open(self, budget: Budget | None) -> tuple[Budget, str]:
+    def _open(self, budget: Budget | None, filter: FilterSpec | None) -> tuple[Budget, str]:
         def work(conn: Any) -> tuple[Budget, str]:
             # one creator or migrator at a time, on every machine; released at COMMIT or ROLLBACK
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_ADVISORY_KEY,))
@@ -359,7 +377,7 @@ class PostgresLedger(SQLLedger):
             if not _TABLES <= tables:
                 raise LedgerError(f"the ledger {self._where} is missing tables {sorted(_TABLES - tables)}; it is "
                                   "corrupted.")
-            return self._load_budget(conn, budget)
+            return self._load_budget(conn, budget, filter)
 
         return self._run(True, work, locked=False)
 

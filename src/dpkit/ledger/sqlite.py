@@ -7,19 +7,24 @@ abort, rollup) over one SQLite file; the deciding (validation, composition throu
 the two-phase protocol) is :class:`dpkit.ledger._core.SQLLedger`, shared with
 :class:`~dpkit.ledger.PostgresLedger`, and this module only stores:
 
-* **Schema.** ``meta`` (ledger id, schema version), ``budget`` (one row: the total as a
-  guarantee type and JSON parameters, written once when the file is created) and ``spends``
-  (id, created_at, updated_at, label, guarantee type, JSON parameters, count, state in
-  ``reserved | committed | aborted``, owner ``host:pid``, metadata JSON).  The file is marked with
+* **Schema** (version 2). ``meta`` (ledger id, schema version, ``filter``: the privacy filter choice,
+  ``aborts``: a counter bumped by every abort), ``budget`` (one row: the total as a guarantee type
+  and JSON parameters, written once when the file is created) and ``spends`` (id, created_at,
+  updated_at, label, type, JSON parameters, count, state in ``reserved | committed | aborted``,
+  owner ``host:pid``, metadata JSON, ``item``: the spend's
+  :class:`~dpkit.accounting.items.PrivacyItem` as JSON).  A version-1 file (no ``item``, ``filter``
+  or ``aborts``) is migrated when it is opened, in the opening transaction: its rows keep their
+  guarantees (read as items) and its filter is ``"basic"``, the rule it was decided by.  The file is marked with
   ``PRAGMA application_id``; any other SQLite file, or a non-SQLite file, is refused with
   :class:`~dpkit.ledger.LedgerError` and left untouched.
 * **Durability.** WAL journal with ``synchronous=FULL``: every transaction that returns has been
   fsync'd, so a spend that ``reserve`` or ``commit`` reported survives the process being killed
   and the machine losing power.
 * **Atomic check-and-reserve.** ``reserve`` runs in one ``BEGIN IMMEDIATE`` transaction: it takes
-  the write lock, reads every ``reserved`` and ``committed`` spend, replays them into an in-memory
-  :class:`dpkit.accounting.Accountant` (adaptive filter) over the stored budget, asks it whether the
-  new spend fits, and only then inserts the ``reserved`` row and commits.  Two processes (or threads)
+  the write lock, brings its replay of every ``reserved`` and ``committed`` spend (an in-memory
+  adaptive :class:`dpkit.accounting.Accountant` over the stored budget and filter, kept between calls)
+  up to date, asks it whether the new spend fits, and only then inserts the ``reserved`` row and
+  commits.  Two processes (or threads)
   therefore serialise, and together they cannot exceed the budget.  A refused reserve rolls back:
   the file is byte-for-byte what it was before.
 * **Crash semantics.** A process killed *before* ``reserve`` returns has written nothing (the
@@ -44,14 +49,15 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from dpkit.errors import LedgerUnavailableError
 from dpkit.ledger._base import Budget, LedgerError
-from dpkit.ledger._core import SQLLedger, check_budget, now
+from dpkit.ledger._core import LEGACY_FILTER, FilterSpec, SQLLedger, check_budget, filter_to_text, now
 
 __all__ = ["SQLiteLedger"]
 
 T = TypeVar("T")
 APPLICATION_ID = 0x64706B6C  # "dpkl": marks a file as a dpkit ledger
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -61,9 +67,15 @@ _SCHEMA = (
     " updated_at TEXT NOT NULL, label TEXT NOT NULL, type TEXT NOT NULL, params TEXT NOT NULL,"
     " count INTEGER NOT NULL CHECK (count >= 1),"
     " state TEXT NOT NULL CHECK (state IN ('reserved', 'committed', 'aborted')),"
-    " owner TEXT NOT NULL, metadata TEXT)",
+    " owner TEXT NOT NULL, metadata TEXT, item TEXT)",
     "CREATE INDEX spends_state ON spends (state)",
 )
+# version -> the statements that take a file from version - 1 to it (version 1 is _SCHEMA without ``item``)
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    2: ("ALTER TABLE spends ADD COLUMN item TEXT",
+        f"INSERT INTO meta (key, value) VALUES ('filter', '{filter_to_text(LEGACY_FILTER)}'), ('aborts', '0')"),
+}
+_UNAVAILABLE = ("SQLITE_READONLY", "SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_PERM", "SQLITE_CANTOPEN", "SQLITE_AUTH")
 _TABLES = {"meta", "budget", "spends"}
 _NAMES = {"meta": "meta", "budget": "budget", "spends": "spends"}
 
@@ -75,11 +87,15 @@ class SQLiteLedger(SQLLedger):
     ----------
     path : str or os.PathLike
         The ledger file; created (with its schema) if it does not exist.
-    budget : PureDP, ApproxDP, ZCDP or RenyiDP (finite orders), optional
+    budget : PureDP, ApproxDP, ZCDP, GaussianDP or RenyiDP (finite orders), optional
         The total budget.  Required when the file is new; stored once.  On a later open it may
         be omitted (the stored budget is used) or must equal the stored one exactly.
     timeout : float, finite, > 0
         Seconds to wait for another process holding the write lock before failing.
+    filter : "auto", a filter kind, or {kind: delta share}, optional
+        The privacy filter of an ApproxDP budget (as ``Accountant(budget, filter=...)``), stored when
+        the file is created (default ``"auto"``); on a later open it may be omitted or must equal the
+        stored one.
 
     Raises
     ------
@@ -87,18 +103,21 @@ class SQLiteLedger(SQLLedger):
         If a new ledger gets no budget, the budget differs from the stored one, ``path`` is
         ``":memory:"`` or ``timeout`` is not finite and positive.
     TypeError
-        If ``budget`` is not a budget guarantee (e.g. ``GaussianDP``) or ``path`` not a path.
+        If ``budget`` is not a budget guarantee or ``path`` not a path.
     UnsupportedError
         If ``budget`` is a ``WassersteinDP`` or a ``RenyiDP`` given by a callable curve.
+    LedgerUnavailableError
+        If the file (or its directory) is read-only, or another process holds its lock past ``timeout``.
     LedgerError
         If the file is not an SQLite database, is an SQLite database that is not a dpkit
-        ledger, or is a dpkit ledger of another schema version or corrupted.
+        ledger, or is a dpkit ledger of a newer schema version or corrupted.
 
     Notes
     -----
     See the module docstring for the transaction, durability and crash contract.  The decision
-    rule is that of ``Accountant(budget, adaptive=True)``: basic composition for PureDP and
-    ApproxDP budgets, the sum of rho for ZCDP, per-order sums for RenyiDP.
+    rule is that of ``Accountant(budget, adaptive=True, filter=ledger.filter)``: the sum of epsilon
+    for PureDP, of rho for ZCDP, of mu^2 for GaussianDP, per order for RenyiDP, and the stored filter
+    set (zCDP, GDP, RDP, basic or approximate-DP filter) for ApproxDP.
 
     Examples
     --------
@@ -108,7 +127,8 @@ class SQLiteLedger(SQLLedger):
     0.75-DP
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, budget: Budget | None = None, timeout: float = 60.0) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, budget: Budget | None = None, timeout: float = 60.0,
+                 filter: FilterSpec | None = None) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a str or os.PathLike; got {type(path).__name__}.")
         path_str = os.fspath(path)
@@ -130,8 +150,9 @@ class SQLiteLedger(SQLLedger):
         self._pid = os.getpid()
         self._inherited: list[sqlite3.Connection] = []
         self._closed = False
+        self._init_core()
         try:
-            self._budget, self._ledger_id = self._open(budget)
+            self._budget, self._ledger_id = self._open(budget, filter)
         except BaseException:
             self.close()
             raise
@@ -141,6 +162,8 @@ class SQLiteLedger(SQLLedger):
         try:
             conn = sqlite3.connect(self._path, timeout=self._timeout, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
+            if self._read_only():
+                raise self._unavailable(exc) from None
             raise LedgerError(f"cannot open the ledger file {self._path!r}: {exc}.") from None
         try:
             # before switching to WAL, which would rewrite another app's file; one read transaction, so
@@ -166,11 +189,39 @@ class SQLiteLedger(SQLLedger):
             raise
         except sqlite3.DatabaseError as exc:
             conn.close()
+            if self._is_unavailable(exc):
+                raise self._unavailable(exc) from None
             raise LedgerError(
                 f"{self._path!r} is not a usable SQLite database ({exc}); a ledger file must be one "
                 "that dpkit created. Name a new file or restore this one."
             ) from None
         return conn
+
+    def _read_only(self) -> bool:
+        """True if the file exists but cannot be written, or would be created in a directory that cannot be."""
+        if os.path.exists(self._path):
+            return not os.access(self._path, os.W_OK) or not os.access(os.path.dirname(os.path.abspath(self._path)),
+                                                                      os.W_OK | os.X_OK)
+        parent = os.path.dirname(os.path.abspath(self._path))
+        return os.path.isdir(parent) and not os.access(parent, os.W_OK | os.X_OK)
+
+    def _is_unavailable(self, exc: sqlite3.Error) -> bool:
+        name = str(getattr(exc, "sqlite_errorname", ""))
+        return name.startswith(_UNAVAILABLE) or self._read_only() or "readonly" in str(exc) or "locked" in str(exc)
+
+    def _unavailable(self, exc: BaseException) -> LedgerUnavailableError:
+        """The error for a ledger that cannot be written now; its budget is intact, and nothing suggests a reset."""
+        if "locked" in str(exc) or "busy" in str(exc).lower():
+            return LedgerUnavailableError(
+                f"the ledger {self._path!r} is locked by another process past the {self._timeout:g} s timeout "
+                f"({exc}); nothing was spent and the ledger is unchanged. Retry when that process is done, or open "
+                "with a larger timeout."
+            )
+        return LedgerUnavailableError(
+            f"the ledger {self._path!r} cannot be written ({exc}): the file or its directory is read-only here; "
+            "nothing was spent and the ledger is unchanged. Open it where this process may write the file and its "
+            "directory (SQLite writes a -wal and a -shm file beside it)."
+        )
 
     def _refuse_alien(self, conn: sqlite3.Connection) -> None:
         """Raise LedgerError unless the file is a dpkit ledger or an empty database."""
@@ -202,36 +253,42 @@ class SQLiteLedger(SQLLedger):
             try:
                 conn.execute(f"BEGIN {mode}")
             except sqlite3.OperationalError as exc:
-                raise LedgerError(
-                    f"could not lock the ledger {self._path!r} within {self._timeout:g} s ({exc}); another "
-                    "process holds it. Retry, or open with a larger timeout."
-                ) from None
+                if self._is_unavailable(exc):
+                    raise self._unavailable(exc) from None
+                raise LedgerError(f"the ledger {self._path!r} failed: {exc}. Nothing was changed.") from None
             try:
                 yield conn
                 conn.execute("COMMIT")
             except sqlite3.DatabaseError as exc:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.OperationalError) and self._is_unavailable(exc):
+                    raise self._unavailable(exc) from None
                 raise LedgerError(f"the ledger {self._path!r} failed: {exc}. Nothing was changed.") from None
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
 
-    def _open(self, budget: Budget | None) -> tuple[Budget, str]:
+    def _open(self, budget: Budget | None, filter: FilterSpec | None) -> tuple[Budget, str]:
         with self._transaction("IMMEDIATE") as conn:
             app_id = conn.execute("PRAGMA application_id").fetchone()[0]
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             tables = {t for t in tables if not t.startswith("sqlite_")}
             if app_id == APPLICATION_ID:
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
-                if version != SCHEMA_VERSION:
+                if not 1 <= version <= SCHEMA_VERSION:
                     raise LedgerError(
                         f"{self._path!r} is a dpkit ledger of schema version {version}; this dpkit reads "
-                        f"version {SCHEMA_VERSION}."
+                        f"versions 1 to {SCHEMA_VERSION}. Nothing was changed."
                     )
                 if not _TABLES <= tables:
                     raise LedgerError(f"{self._path!r} is a dpkit ledger missing tables {sorted(_TABLES - tables)}.")
+                for step in range(version + 1, SCHEMA_VERSION + 1):  # in this transaction: all or nothing
+                    for statement in _MIGRATIONS[step]:
+                        conn.execute(statement)
+                    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(step),))
+                    conn.execute(f"PRAGMA user_version = {step}")
             elif app_id == 0 and not tables:  # a new file (or an empty database): make the schema
                 for statement in _SCHEMA:
                     conn.execute(statement)
@@ -239,12 +296,13 @@ class SQLiteLedger(SQLLedger):
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 conn.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
-                    [("ledger_id", uuid.uuid4().hex), ("created_at", now()), ("schema_version", str(SCHEMA_VERSION))],
+                    [("ledger_id", uuid.uuid4().hex), ("created_at", now()), ("schema_version", str(SCHEMA_VERSION)),
+                     ("filter", filter_to_text("auto")), ("aborts", "0")],
                 )
             else:
                 self._refuse_alien(conn)  # raises: neither ours nor empty
                 raise AssertionError("unreachable")
-            return self._load_budget(conn, budget)
+            return self._load_budget(conn, budget, filter)
 
     # ---- state --------------------------------------------------------------------------------
     @property
