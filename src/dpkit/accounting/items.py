@@ -400,6 +400,16 @@ def _from_event(event: dict[str, Any], label: str) -> PrivacyItem:
                              neighboring=event["neighboring"]), label=label)
 
 
+def _sum_up(a: float, b: float) -> float:
+    """a + b rounded up; exact (no rounding) when either is 0, so that a sum of zero deltas stays 0."""
+    return a + b if a == 0.0 or b == 0.0 else _up(a + b)
+
+
+def _times_up(k: float, v: float) -> float:
+    """k * v rounded up; exact when k is 1 or either factor is 0."""
+    return k * v if k == 1.0 or k == 0.0 or v == 0.0 else _up(k * v)
+
+
 def combine(parts: Sequence[tuple[PrivacyItem, int]], *, label: str, event: dict[str, Any] | None = None,
             headline: Any = None) -> PrivacyItem:
     """One item for a fixed (non-adaptive) batch: ``count`` uses of each part, run together as one spend.
@@ -429,11 +439,13 @@ def combine(parts: Sequence[tuple[PrivacyItem, int]], *, label: str, event: dict
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
             raise ValueError(f"count must be an integer >= 1; got {count!r}.")
         k = float(count)
-        eps = _up(eps + _up(k * item.epsilon)) if math.isfinite(item.epsilon) else math.inf
-        rho = _up(rho + _up(k * item.rho)) if math.isfinite(item.rho) else math.inf
-        mu2 = _up(mu2 + _up(k * _up(item.mu * item.mu))) if math.isfinite(item.mu) else math.inf
+        eps = _sum_up(eps, _times_up(k, item.epsilon)) if math.isfinite(item.epsilon) else math.inf
+        rho = _sum_up(rho, _times_up(k, item.rho)) if math.isfinite(item.rho) else math.inf
+        mu2 = (_sum_up(mu2, _times_up(k, _times_up(item.mu, item.mu))) if math.isfinite(item.mu)
+               else math.inf)
         if approx is not None and item.approx is not None:
-            approx = (_up(approx[0] + _up(k * item.approx[0])), _up(approx[1] + _up(k * item.approx[1])))
+            approx = (_sum_up(approx[0], _times_up(k, item.approx[0])),
+                      _sum_up(approx[1], _times_up(k, item.approx[1])))
         else:
             approx = None
         s = rdp + k * item.rdp

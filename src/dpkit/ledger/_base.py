@@ -129,7 +129,7 @@ class Ledger(Protocol):
 
     def reserve(
         self,
-        guarantee: Guarantee,
+        spend: object,  # anything dpkit.accounting.as_item takes: a guarantee, a mechanism, an event, an item
         *,
         count: int = 1,
         label: str | None = None,

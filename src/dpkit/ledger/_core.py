@@ -150,8 +150,8 @@ def validate_spend(
     -------
     tuple
         ``(item, (type name, params JSON), count, label, metadata JSON or None)``: the item of
-        :func:`~dpkit.accounting.items.as_item`, and the readable record (the guarantee's own, or
-        ``("item", event JSON)`` for a spend that is not a guarantee).
+        :func:`~dpkit.accounting.items.as_item`, and the readable record (the guarantee's own, the
+        item's headline guarantee if it states one, or ``("item", event JSON)``).
 
     Raises
     ------
@@ -164,7 +164,12 @@ def validate_spend(
         record = guarantee_to_record(spend)  # UnsupportedError for a callable RenyiDP
     item = as_item(spend)
     if not isinstance(spend, (PureDP, ApproxDP, ZCDP, GaussianDP, RenyiDP)):
-        record = (ITEM_TYPE, item.key)  # the event as canonical JSON (made once, with the item)
+        if isinstance(item.headline, (PureDP, ApproxDP, ZCDP, GaussianDP, RenyiDP)):
+            # an item that states its headline guarantee (a query's cost in its budget's family) shows it;
+            # decisions still compose the recorded item, every family of it
+            record = guarantee_to_record(item.headline)
+        else:
+            record = (ITEM_TYPE, item.key)  # the event as canonical JSON (made once, with the item)
     n = check_count(count)
     text = item.label if label is None else label
     if metadata is not None and not isinstance(metadata, dict):

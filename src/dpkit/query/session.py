@@ -162,6 +162,30 @@ def _check_budget_number(name: str, value: object, *, allow_zero: bool) -> float
     return x
 
 
+def _declared(charge: PrivacyItem, headline: Guarantee) -> PrivacyItem:
+    """The item a query charges: the mechanisms' own bounds in every family, with the pure and (epsilon, delta)
+    families raised to the declared cost when that is larger (the split's shares are rounded down, so the
+    mechanisms' sum is a hair below what was asked: charging what was asked keeps budgets in round numbers and
+    is an upper bound all the same), and the declared cost as the headline a ledger row shows."""
+    eps, approx = charge.epsilon, charge.approx
+    if isinstance(headline, PureDP):
+        h = float(headline.epsilon)
+        eps = max(eps, h)
+        approx = (max(approx[0], h), approx[1]) if approx is not None else (h, 0.0)
+    elif isinstance(headline, ApproxDP) and approx is not None:
+        approx = (max(approx[0], float(headline.epsilon)), max(approx[1], float(headline.delta)))
+    return replace(charge, epsilon=eps, approx=approx, headline=headline)
+
+
+def session_filter(budget: ApproxDP) -> dict[str, float]:
+    """The privacy filter of a new SQLite ledger a :class:`Session` creates with an ApproxDP budget: zCDP
+    (Feldman & Zrnic 2021, Thm 3.1) and basic composition (Rogers et al. 2016, Thm 3.6) side by side, each
+    with half of delta.  A query runs while one of them admits it; one that stops admitting stops for good
+    (valid with the sum of the shares: :class:`dpkit.accounting.filters.FilterSet`)."""
+    half = float(budget.delta) / 2.0  # exact: halving a double
+    return {"zcdp": half, "basic": half}
+
+
 class Session:
     """Differentially private aggregate queries over one table, with a durable budget ledger.
 
@@ -181,7 +205,14 @@ class Session:
         The total budget of a new ledger; an existing ledger keeps its own (a different one is refused).
         Each query is charged in the budget's family the guarantee of the mechanisms it builds (pure
         epsilon, (epsilon, delta), zCDP rho or Gaussian-DP mu), and the ledger's privacy filter decides,
-        over the whole adaptive sequence, whether it fits (README "How a budget composes").
+        over the whole adaptive sequence, whether it fits (README "How a budget composes").  The ledger
+        records each query's privacy item (every family's bound of its mechanisms,
+        :func:`dpkit.accounting.items.combine`), so
+        under an ``(epsilon, delta)`` budget the filter composes it as tightly as it can.  A new SQLite
+        ledger with an ApproxDP budget runs :func:`session_filter`: a zCDP filter and a basic filter side
+        by side, delta split evenly, so that Laplace and Gaussian queries compose by zCDP while they may,
+        and private group selection (an (epsilon, delta) guarantee with no zCDP bound) still fits later
+        under basic composition (see :class:`dpkit.accounting.filters.FilterSet`).
     table : str, default "t"
         The name queries use in ``FROM`` (for a DuckDB connection, the table to read).
     engine : "duckdb" or "spark", optional
@@ -232,7 +263,10 @@ class Session:
                 raise ValueError(f"the ledger's budget is {ledger.budget}; got budget={budget}.")
             self.ledger: Ledger = ledger
         else:
-            self.ledger = open_ledger(ledger, budget=budget)  # type: ignore[arg-type]  # GaussianDP: see open_ledger
+            new_file = "://" not in str(ledger) and not Path(ledger).exists()
+            chosen = (session_filter(budget) if isinstance(budget, ApproxDP) and budget.delta > 0 and new_file
+                      else None)
+            self.ledger = open_ledger(ledger, budget=budget, filter=chosen)
 
     @staticmethod
     def _open(data: Any, *, table: str, engine: str | None, spark: Any,
@@ -402,6 +436,7 @@ class Session:
             total_delta += plan_split.selection.delta
         charge = plan_split.charge(spec.text if len(spec.text) <= 200 else spec.text[:197] + "...")
         guarantee = self._headline(charge, eps, dl if total_delta > 0.0 else 0.0, r)
+        charge = _declared(charge, guarantee)
         if isinstance(guarantee, ApproxDP) and isinstance(self.ledger.budget, PureDP):
             raise UnsupportedError(
                 f"this query costs {guarantee} (its delta pays for "
@@ -895,7 +930,9 @@ class Session:
         # The spend is committed, not merely reserved, before the engine reads a row: from then on every
         # outcome (an answer, an engine failure, an exception in a progress callback) may depend on the
         # data, so no code path may hand the budget back (a committed spend cannot be aborted).
-        self.ledger.commit(self.ledger.reserve(plan.guarantee, label=label, metadata=meta))
+        # the ledger is charged the mechanisms' item (each family's bound), the headline is only what is shown
+        charged = plan.charge if plan.charge is not None else plan.guarantee
+        self.ledger.commit(self.ledger.reserve(charged, label=label, metadata=meta))
         say(f"bounding contributions and aggregating in {self.engine}")
         t_engine = time.perf_counter()
         failed = False
