@@ -96,20 +96,15 @@ def _gaussian_pieces(mu2: float) -> tuple[Any, int]:
     scale 1e-3), which is far beyond the point cap (the grid was then coarsened for every law, or the
     discretisation failed); a piece of mu <= 2 spans a few hundred of its own standard deviations at most and
     the tilted FFT raises it to its count like any repeated law."""
-    if mu2 <= _PIECE_MU * _PIECE_MU:
-        return LawSpec_("remove", math.nextafter(math.sqrt(mu2), math.inf), 1.0), 1
-    n = math.ceil(mu2 / (_PIECE_MU * _PIECE_MU))
-    mu_p = math.nextafter(math.sqrt(mu2 / n), math.inf)
-    while n * mu_p * mu_p < mu2:  # the float products, checked: n mu_p^2 >= mu2 (moved up one float at a time)
-        mu_p = math.nextafter(mu_p, math.inf)
-    mu_p = math.nextafter(mu_p, math.inf)  # one more float for the rounding of n * mu_p * mu_p itself
-    return LawSpec_("remove", mu_p, 1.0), n
+    from fractions import Fraction
 
-
-def LawSpec_(kind: str, mu: float, q: float) -> Any:
     from dpkit.accounting._tilted_laws import LawSpec
 
-    return LawSpec(kind, mu, q)
+    n = max(1, math.ceil(mu2 / (_PIECE_MU * _PIECE_MU)))
+    mu_p = math.sqrt(mu2 / n)
+    while n * Fraction(mu_p) ** 2 < Fraction(mu2):  # exactly: n mu_p^2 >= mu2, never a smaller mu
+        mu_p = math.nextafter(mu_p, math.inf)
+    return LawSpec("remove", mu_p, 1.0), n
 
 
 def _pairs(key: Any) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
