@@ -260,7 +260,7 @@ def main() -> None:
                         "Gaussian: dpkit continuous"], prow), "",
         f"OpenDP {ver['opendp']}: rho budget {rho['opendp']:.6g} (OpenDP's own zCDP -> approx-DP conversion); "
         f"Tumult Analytics {ver['tumult']}: rho budget {rho['tumult']:.6g} (rho + 2 sqrt(rho ln 1/delta) <= eps; "
-        "tmlt.analytics converts none itself).  'loop': spent one at a time into the peer's real filter/session "
+        "no conversion of its own in tmlt.analytics 0.21 / tmlt.core 0.19 sources).  'loop': spent one at a time into the peer's real filter/session "
         "until refused; 'closed form': floor(rho_B / rho_i) from the peer's per-query rho.", "",
         "dpkit's `Gaussian` takes real-valued inputs: it rounds them to a grid g (a power of two, at least "
         "sigma / 2^15) and pays one grid unit of sensitivity for the rounding (D = floor(1/g) + 1 units), so its "
