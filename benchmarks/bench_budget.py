@@ -40,6 +40,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -176,11 +177,11 @@ RESULT = out
 '''
 
 
-def peers() -> dict[str, object]:
+def peers() -> dict[str, Any]:
     import _harness as H
 
     kw = {"eps": EPS, "delta": DELTA, "sigmas": SIGMAS}
-    out: dict[str, object] = {}
+    out: dict[str, Any] = {}
     out["opendp"] = H.run_isolated(_OPENDP.format(**kw), label="opendp", timeout_s=300)
     tpy = Path(__file__).resolve().parent.parent / ".bench-venv" / "tumult" / "bin" / "python"
     if tpy.exists():
@@ -203,7 +204,7 @@ def main() -> None:
     for sigma in SIGMAS:
         lap = Laplace(sensitivity=1.0, epsilon=math.sqrt(2.0) / sigma)
         eps_l = float(lap.pure_dp().epsilon)
-        r = {
+        r: dict[str, Any] = {
             "sigma": sigma,
             "laplace_basic": int(EPS / eps_l) if eps_l * int(EPS / eps_l) <= EPS else int(EPS / eps_l) - 1,
             "laplace_dpkit": largest_count(lap),
@@ -244,9 +245,9 @@ def main() -> None:
         prow.append([sd, peer_n("opendp", f"laplace_{sd}"), peer_n("tumult", f"laplace_{sd}"), r["laplace_dpkit"],
                      peer_n("opendp", f"gaussian_{sd}"), peer_n("tumult", f"gaussian_{sd}"),
                      r["gaussian_dpkit_mechanism"], r["gaussian_dpkit_integer"], r["gaussian_dpkit_continuous"]])
-    ver = {t: (pr[t]["result"]["version"] if isinstance(pr.get(t), dict) and pr[t].get("ok") else "n/a")  # type: ignore[index]
+    ver = {t: (pr[t]["result"]["version"] if isinstance(pr.get(t), dict) and pr[t].get("ok") else "n/a")
            for t in ("opendp", "tumult")}
-    rho = {t: (pr[t]["result"]["rho_budget"] if isinstance(pr.get(t), dict) and pr[t].get("ok") else float("nan"))  # type: ignore[index]
+    rho = {t: (pr[t]["result"]["rho_budget"] if isinstance(pr.get(t), dict) and pr[t].get("ok") else float("nan"))
            for t in ("opendp", "tumult")}
     md = "\n".join([
         "# Budget stretch: adaptive count queries under ApproxDP(1, 1e-6)", "",
