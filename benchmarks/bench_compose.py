@@ -125,7 +125,7 @@ def main() -> None:
         else:
             err = p.get("error", "?")
             pk = [">60 s" if "timeout" in err else err[:80], ">60 s" if "timeout" in err else ""]
-            ratio = ">" + (f"{PEER_TIMEOUT_S / d['result']['timing']['median_s']:.1f}x" if d.get("ok") else "")
+            ratio = (">" + f"{PEER_TIMEOUT_S / d['result']['timing']['median_s']:.1f}x") if d.get("ok") else "n/a"
         rows.append([name, *dk, *pk, ratio])
     md = "\n".join([
         "# Long heterogeneous sequences: epsilon(delta = 1e-5) of 10^3 distinct mechanisms x 10^3", "",
