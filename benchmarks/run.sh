@@ -12,6 +12,8 @@
 #                                          # standalone-cluster rows, more: see its docstring)
 #   bash benchmarks/run.sh ledger          # only bench_ledger.py (a throwaway PostgreSQL server; ~10 minutes)
 #   bash benchmarks/run.sh spend           # only bench_spend.py (10^4 spends into an Accountant and a SQLiteLedger; ~2 minutes)
+#   bash benchmarks/run.sh budget compose  # bench_budget.py (OpenDP filter, Tumult Session in .bench-venv/tumult) and
+#                                          # bench_compose.py (10^6 heterogeneous compositions beside dp_accounting)
 #   bash benchmarks/run.sh scale           # only bench_scale.py (10^6 groups and keys, 10^8 rows; BENCH_SCALE_ARGS=--huge adds 10^9)
 #   BENCH_REINSTALL=1 bash benchmarks/run.sh   # retry the peer installs
 #

@@ -57,9 +57,9 @@ def _tilted(laws: dict[Any, int], what: str, x: float) -> tuple[float, float, st
     for key, k in laws.items():
         kind = key[0]
         if kind == "gaussian":
-            spec = LawSpec("remove", math.nextafter(math.sqrt(key[1]), math.inf), 1.0)
-            remove.append((spec, 1))
-            add.append((spec, 1))
+            spec, n = _gaussian_pieces(float(key[1]))
+            remove.append((spec, n))
+            add.append((spec, n))
         elif kind == "laplace":
             spec = LawSpec("laplace", float(key[1]))
             remove.append((spec, k))
@@ -80,6 +80,31 @@ def _tilted(laws: dict[Any, int], what: str, x: float) -> tuple[float, float, st
     else:
         lo, hi = _tilted_solve.delta_bounds(directions, x)
     return lo, hi, "tilted PLD (pessimistic and optimistic laws, no delta floor), worst direction"
+
+
+#: the largest mu of one piece of the merged Gaussian handed to the tilted accountant
+_PIECE_MU = 2.0
+
+
+def _gaussian_pieces(mu2: float) -> tuple[Any, int]:
+    """The merged Gaussian (mu^2 = ``mu2``) as n equal Gaussian shifts of mu_p <= ``_PIECE_MU``, n mu_p^2 >= mu2.
+
+    Composing n Gaussian shifts of mu_p gives exactly the Gaussian shift of sqrt(n) mu_p (Dong, Roth, Su
+    2022, arXiv 1905.02383, Cor 3.3), so the pieces are the merged law again, with mu_p rounded up (a larger
+    mu only adds privacy loss).  One factor of a large mu (10^6 Gaussians of sigma 20..60 merge to mu ~ 29)
+    spans a loss range of ~ mu^2 + 22 mu on the grid of the finest law (a Laplace or subsampled factor of
+    scale 1e-3), which is far beyond the point cap (the grid was then coarsened for every law, or the
+    discretisation failed); a piece of mu <= 2 spans a few hundred of its own standard deviations at most and
+    the tilted FFT raises it to its count like any repeated law."""
+    from fractions import Fraction
+
+    from dpkit.accounting._tilted_laws import LawSpec
+
+    n = max(1, math.ceil(mu2 / (_PIECE_MU * _PIECE_MU)))
+    mu_p = math.sqrt(mu2 / n)
+    while n * Fraction(mu_p) ** 2 < Fraction(mu2):  # exactly: n mu_p^2 >= mu2, never a smaller mu
+        mu_p = math.nextafter(mu_p, math.inf)
+    return LawSpec("remove", mu_p, 1.0), n
 
 
 def _pairs(key: Any) -> tuple[tuple[Any, Any], tuple[Any, Any]]:

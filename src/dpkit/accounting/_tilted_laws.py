@@ -56,7 +56,9 @@ def _log_gauss_tilted_tail(lam: float, m: float, s: float, x: float) -> float:
 
 
 def _g(x: float, q: float) -> float:
-    """ln(1 - q + q e^x)."""
+    """ln(1 - q + q e^x); exactly x at q = 1 (log1p(expm1(x)) fails below x = -37 there: expm1 is -1)."""
+    if q >= 1.0:
+        return x
     if x > 0:
         return x + math.log(q + (1.0 - q) * math.exp(-x))
     return math.log1p(q * math.expm1(x))
@@ -79,6 +81,8 @@ class LawSpec:
         from dpkit.accounting.subsampling import _mixture_law
 
         base = gaussian_law(self.mu, 1e-28, both_sides=True)
+        if self.q >= 1.0 and self.kind == "remove":
+            return base  # q = 1: the Gaussian shift itself (the mixture's map is the identity)
         direction = "add" if self.kind == "add" else "remove"
         return _mixture_law(base, self.q, direction)
 

@@ -70,13 +70,32 @@ def add_up(a: float, b: float) -> float:
     return math.nextafter(s, _INF) if err > 0 else s
 
 
+_SPLIT = 134217729.0  # 2^27 + 1: Veltkamp's splitting constant for doubles
+
+
 def mul_up(k: float, v: float) -> float:
-    """k * v rounded up (exactly decided with fractions; 0 and infinities stay)."""
+    """k * v rounded up (0 and infinities stay).
+
+    The rounding error of the float product is computed exactly by Dekker's TwoProduct (Veltkamp split;
+    Dekker 1971, "A floating-point technique for extending the available precision", Numer. Math. 18,
+    Thm 5.14 -- exact for round-to-nearest doubles when nothing overflows or underflows), so the product is
+    moved up one float exactly when it rounded down.  Outside the range where that holds (products or
+    factors near the overflow or underflow thresholds), the decision is made with fractions."""
     if k == 1:
         return v  # exact: no rounding to correct (the common case of one spend at a time)
     p = k * v
     if p == 0.0 or not math.isfinite(p):
         return p
+    a, b = float(k), float(v)
+    if 1e-250 < abs(p) < 1e250 and 1e-250 < abs(a) < 1e250 and 1e-250 < abs(b) < 1e250:
+        c = _SPLIT * a
+        ah = c - (c - a)
+        al = a - ah
+        c = _SPLIT * b
+        bh = c - (c - b)
+        bl = b - bh
+        err = ((ah * bh - p) + ah * bl + al * bh) + al * bl  # a * b - p, exactly
+        return math.nextafter(p, _INF) if err > 0 else p
     return p if Fraction(p) >= Fraction(k) * Fraction(v) else math.nextafter(p, _INF)
 
 
