@@ -125,7 +125,10 @@ def check_end_to_end(spark: Any, directory: Path) -> None:
             assert n_lo <= n <= n_hi and m_lo <= m <= m_hi and 0.0 <= m_lo <= m_hi <= 10.0
         (entry,) = s.ledger.history()
         assert entry.state == "committed" and entry.metadata["engine"] == "spark"
-        assert s.remaining() == ApproxDP(epsilon=1.0, delta=1e-6)
+        # a new ApproxDP session ledger runs zCDP and basic filters, half of delta each: a pure query leaves what
+        # basic composition leaves, with basic's half of delta (rounded down)
+        left = s.remaining()
+        assert left.epsilon == 1.0 and 0.999999 * 5e-7 <= left.delta <= 5e-7
     with reference_session(directory) as duck:  # K does not bind: same raw aggregates, so the same noise
         d = duck.sql(query, rng=insecure_seeded(42), **kwargs)
     assert [row[:2] for row in d.rows] == [row[:2] for row in r.rows]

@@ -164,9 +164,10 @@ def validate_spend(
         record = guarantee_to_record(spend)  # UnsupportedError for a callable RenyiDP
     item = as_item(spend)
     if not isinstance(spend, (PureDP, ApproxDP, ZCDP, GaussianDP, RenyiDP)):
-        if isinstance(item.headline, (PureDP, ApproxDP, ZCDP, GaussianDP, RenyiDP)):
-            # an item that states its headline guarantee (a query's cost in its budget's family) shows it;
-            # decisions still compose the recorded item, every family of it
+        if isinstance(spend, PrivacyItem) and isinstance(item.headline, (PureDP, ApproxDP, ZCDP, GaussianDP,
+                                                                         RenyiDP)):
+            # an item built by the caller that states its headline guarantee (a query's cost in its budget's
+            # family) shows it; decisions still compose the recorded item, every family of it
             record = guarantee_to_record(item.headline)
         else:
             record = (ITEM_TYPE, item.key)  # the event as canonical JSON (made once, with the item)
