@@ -125,3 +125,41 @@ def test_the_cli_takes_a_zcdp_budget_and_a_rho(tmp_path: Path, capsys: pytest.Ca
     assert main(args) == 0
     assert main(args) == 3  # the third does not fit in rho 0.25
     assert "Nothing was spent" in capsys.readouterr().err
+
+
+def test_a_gaussian_dp_session_charges_mu_and_admits_what_the_accountant_admits(df: pd.DataFrame,
+                                                                                  tmp_path: Path) -> None:
+    """Under a GaussianDP budget each Laplace query is charged its mechanisms' mu (pure epsilon -> mu-GDP,
+    Dong, Roth, Su 2022, Prop 2.5 / Def 2.6, summed as mu^2 by Cor 3.3); the session runs exactly as many
+    as an Accountant spending the same charges admits, and the refused query leaves the file unchanged."""
+    from dpkit.accounting import Accountant
+    from dpkit.guarantees import GaussianDP
+
+    path = tmp_path / "g.db"
+    budget = GaussianDP(1.0)
+    q = "SELECT k, COUNT(*) AS n FROM t GROUP BY k"
+    with Session(df, privacy_unit="uid", ledger=path, budget=budget) as s:
+        accountant = Accountant(budget)
+        plan = s.plan(q, epsilon=0.2, **OPTS)
+        assert isinstance(plan.guarantee, GaussianDP) and plan.charge is not None
+        # 0.2-DP is 0.2507-GDP (mu = 2 Phi^-1(e^0.2 / (1 + e^0.2))); the query's two parts (its count and its
+        # bounding report) convert separately and add as mu^2, a little less
+        mu = plan.charge.mu
+        assert float(plan.guarantee.mu) == mu and 0.2 < mu < 0.2507
+        ran = 0
+        while True:
+            try:
+                accountant.check(plan.charge)
+            except BudgetExceededError:
+                break
+            accountant.spend(plan.charge)
+            s.sql(q, epsilon=0.2, rng=insecure_seeded(ran), **OPTS)
+            ran += 1
+        assert ran == math.floor(1.0 / mu**2) or ran == math.floor(1.0 / mu**2) - 1  # sum of mu^2 <= 1 (rounded up)
+        before = path.read_bytes()
+        with pytest.raises(BudgetExceededError):
+            s.sql(q, epsilon=0.2, rng=insecure_seeded(ran), **OPTS)
+        with pytest.raises(UnsupportedError, match="Gaussian-DP"):  # dpkit's discrete Gaussian states no mu
+            s.sql(q, epsilon=0.01, delta=1e-9, noise="gaussian", **OPTS)
+        assert path.read_bytes() == before
+        assert s.remaining() == accountant.remaining()
