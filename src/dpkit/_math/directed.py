@@ -71,8 +71,8 @@ def _exact(x: object) -> Fraction:
             raise InvalidArgumentError("cannot round NaN in a direction.")
         return Fraction(x)
     if isinstance(x, (int, Rational)):
-        return Fraction(x)  # type: ignore[arg-type]
-    return Fraction(float(x))  # type: ignore[arg-type]
+        return Fraction(x)
+    return Fraction(float(x))  # type: ignore[arg-type]  # any float()-able value (Decimal, numpy scalar); float raises TypeError for the rest
 
 
 def _nearest(q: Fraction) -> float:
@@ -349,7 +349,7 @@ def bump_up_array(values: Any, ulps: float) -> Any:
 
 def float_key(x: float) -> int:
     """An integer that orders floats as the reals (``-0.0`` and ``0.0`` share a key), for bisection on floats."""
-    (bits,) = struct.unpack("<q", struct.pack("<d", x))
+    bits: int = struct.unpack("<q", struct.pack("<d", x))[0]
     return bits if bits >= 0 else -(bits & 0x7FFFFFFFFFFFFFFF)
 
 

@@ -47,6 +47,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from numbers import Integral, Rational, Real
+from collections.abc import Callable
 from typing import Any, Literal
 from dpkit.errors import InvalidArgumentError
 
@@ -144,7 +145,7 @@ class Estimate(float):
             extra = f", lower={self.lower!r}"
         return f"Estimate({float(self)!r}{extra}, kind={self.kind!r}, method={self.method!r})"
 
-    def __reduce__(self):  # type: ignore[no-untyped-def]
+    def __reduce__(self) -> tuple[Callable[..., Estimate], tuple[float, Kind, float, str, float | None]]:
         return (_rebuild, (float(self), self.kind, self.error, self.method, self.lower))
 
     # ---- arithmetic ----------------------------------------------------------------------------
@@ -209,7 +210,7 @@ def _operand(x: object) -> tuple[float, float, float, float, bool] | None:
     if isinstance(x, Integral):
         q = Fraction(int(x))
     elif isinstance(x, Rational):
-        q = Fraction(x.numerator, x.denominator)
+        q = Fraction(int(x.numerator), int(x.denominator))
     else:  # another real type (a Decimal-like): its float is taken as the exact value
         v = float(x)
         return v, v, v, 0.0, False

@@ -12,7 +12,7 @@ def _num(name: str, value: object) -> float:
             import numpy as np
 
             if isinstance(value, np.generic) and np.issubdtype(type(value), np.number):
-                return float(value)  # type: ignore[arg-type]
+                return float(value)
         except ImportError:  # pragma: no cover
             pass
         raise ArgumentTypeError(f"{name} must be a real number; got {type(value).__name__} {value!r}.")

@@ -108,13 +108,16 @@ class Gaussian(ContinuousDistribution):
         return -0.5 * z * z - _LOG_SQRT_2PI - math.log(self.sigma)
 
     def cdf(self, x: ArrayLike) -> Array:
-        return special.ndtr((as_array(x) - self.loc) / self.sigma)
+        p: Array = special.ndtr((as_array(x) - self.loc) / self.sigma)  # scipy ships no types
+        return p
 
     def sf(self, x: ArrayLike) -> Array:
-        return special.ndtr((self.loc - as_array(x)) / self.sigma)
+        p: Array = special.ndtr((self.loc - as_array(x)) / self.sigma)
+        return p
 
     def quantile(self, u: ArrayLike) -> Array:
-        return self.loc + self.sigma * special.ndtri(_check_unit(u))
+        x: Array = self.loc + self.sigma * special.ndtri(_check_unit(u))
+        return x
 
     @property
     def mean(self) -> float:

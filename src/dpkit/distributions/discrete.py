@@ -60,6 +60,8 @@ class DiscreteLaplace(DiscreteDistribution):
 
     loc: int
     scale: float
+    _log_norm: float  # ln tanh(1/(2t)), the log of p(loc)
+    _log1p_r: float  # ln(1 + r), r = e^{-1/t}
 
     def _params(self) -> dict[str, Any]:
         return {"loc": self.loc, "scale": self.scale}
@@ -137,6 +139,7 @@ class DiscreteGaussian(DiscreteDistribution):
     loc: int
     sigma: float
     log_normalizer: float
+    _table: tuple[int, Array] | None  # (half, cumulative masses on -half..half), built on first use
 
     def _params(self) -> dict[str, Any]:
         return {"loc": self.loc, "sigma": self.sigma}
@@ -147,7 +150,8 @@ class DiscreteGaussian(DiscreteDistribution):
         return np.where(k == np.floor(k), out, -np.inf)
 
     def _cdf_table(self) -> tuple[int, Array]:
-        if self._table is None:
+        table = self._table
+        if table is None:
             half = int(math.ceil(39.0 * self.sigma)) + 2
             if 2 * half + 1 > _MAX_TABLE:
                 from dpkit.errors import UnsupportedError
@@ -160,8 +164,9 @@ class DiscreteGaussian(DiscreteDistribution):
             pmf = np.exp(-(k * k) / (2.0 * self.sigma**2) - self.log_normalizer)
             cum = np.cumsum(pmf)
             cum.flags.writeable = False  # a value object: its cached table is read-only too
-            self._set("_table", (half, cum))
-        return self._table  # type: ignore[return-value]
+            table = (half, cum)
+            self._set("_table", table)
+        return table
 
     def cdf(self, x: ArrayLike) -> Array:
         m = np.floor(as_array(x) - self.loc)
@@ -231,6 +236,7 @@ class Bernoulli(DiscreteDistribution):
         self._set("_q", 1.0 - self.p)
 
     p: float
+    _q: float  # 1 - p, kept accurate on its own when it is tiny (from_log_odds)
 
     @classmethod
     def from_log_odds(cls, log_odds: float) -> Bernoulli:

@@ -69,7 +69,7 @@ class Finite(DiscreteDistribution):
         else:
             s = np.asarray(support)
             if s.ndim != 1:
-                s = np.array(list(support), dtype=object)  # type: ignore[arg-type]
+                s = np.array(list(support), dtype=object)  # type: ignore[arg-type]  # ArrayLike: a 0-d support raises TypeError
             if s.shape[0] != p.size:
                 raise InvalidArgumentError(f"support has {s.shape[0]} labels but there are {p.size} probabilities.")
             if np.unique(s).size != s.size:
@@ -83,6 +83,8 @@ class Finite(DiscreteDistribution):
 
     probabilities: Array
     support: np.ndarray
+    _numeric: bool  # whether the support labels are numbers
+    _order: tuple[Array, Array] | None  # (sorted numeric support, cumulative masses), built on first use
 
     def __len__(self) -> int:
         return int(self.probabilities.size)
@@ -109,14 +111,16 @@ class Finite(DiscreteDistribution):
 
     def _sorted(self) -> tuple[Array, Array]:
         self._require_numeric("this operation")
-        if self._order is None:
+        table = self._order
+        if table is None:
             order = np.argsort(self.support, kind="stable")
             xs = self.support[order].astype(np.float64)
             cum = np.cumsum(self.probabilities[order])
             xs.flags.writeable = False  # cached on a value object: read-only like its masses
             cum.flags.writeable = False
-            self._set("_order", (xs, cum))
-        return self._order  # type: ignore[return-value]
+            table = (xs, cum)
+            self._set("_order", table)
+        return table
 
     def index_of(self, x: ArrayLike) -> np.ndarray:
         """Positions of the labels ``x`` in the support (-1 where absent)."""
@@ -171,7 +175,8 @@ class Finite(DiscreteDistribution):
         cum = np.cumsum(self.probabilities)
         u = gen.random(check_size(size)) * cum[-1]
         idx = np.minimum(np.searchsorted(cum, u, side="right"), cum.size - 1)
-        return self.support[idx]
+        drawn: np.ndarray = self.support[idx]
+        return drawn
 
     def extend_to(self, support: ArrayLike) -> Finite:
         """The same law on a larger support (the new labels get mass 0).

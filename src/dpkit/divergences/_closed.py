@@ -41,6 +41,7 @@ from dpkit._math import Estimate
 from dpkit._math.directed import up
 from dpkit._math.gaussian import first_float, gaussian_delta_up
 from dpkit._math.precise import evaluate, exact_mpf, mp, to_float_up
+from dpkit._math.result import Kind
 from dpkit.divergences import _finite
 from dpkit.divergences._evaluator import Evaluator
 
@@ -52,8 +53,8 @@ def _exact(value: float, method: str) -> Estimate:
     return Estimate(value, kind="exact", method=method)
 
 
-def _fraction(x: object) -> Fraction:
-    return x if isinstance(x, Fraction) else Fraction(float(x))  # type: ignore[arg-type]
+def _fraction(x: float | Fraction) -> Fraction:
+    return x if isinstance(x, Fraction) else Fraction(float(x))
 
 
 def _up_mp(fn: Any, method: str, *, floor: float | None = None) -> Estimate:
@@ -489,7 +490,7 @@ class DiscreteLaplaceShift(Evaluator):
 
         value, certified = evaluate(f)
         out = max(to_float_up(value), 0.0)
-        kind = "exact" if certified else "upper"
+        kind: Kind = "exact" if certified else "upper"
         return Estimate(out, kind=kind, method=self.method + " (segment inversion, 160 bits)")
 
 
@@ -527,7 +528,7 @@ class DiscreteGaussianShift(Evaluator):
 
         value, certified = evaluate(f)
         out = max(to_float_up(value), 0.0)
-        kind = "exact" if certified else "upper"
+        kind: Kind = "exact" if certified else "upper"
         return Estimate(out, kind=kind, method=self.method + " (theta-function form, 160 bits)")
 
     def max_divergence(self) -> Estimate:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from dpkit.distributions import (
     Laplace,
     align,
 )
+from dpkit._math import Estimate
 from dpkit.divergences import _closed
 from dpkit.divergences._evaluator import Evaluator
 from dpkit.divergences._numeric import FinitePair, QuadraturePair, SeriesPair
@@ -37,29 +38,29 @@ class _Hybrid(Evaluator):
         self.closed, self.fallback = closed, fallback
         self.name = closed.name
 
-    def _try(self, method: str, *args: Any) -> Any:
+    def _try(self, divergence: Callable[[Evaluator], Estimate]) -> Estimate:
         try:
-            return getattr(self.closed, method)(*args)
+            return divergence(self.closed)
         except UnsupportedError:
-            return getattr(self.fallback, method)(*args)
+            return divergence(self.fallback)
 
-    def kl(self):  # type: ignore[no-untyped-def]
-        return self._try("kl")
+    def kl(self) -> Estimate:
+        return self._try(lambda e: e.kl())
 
-    def renyi(self, alpha):  # type: ignore[no-untyped-def]
-        return self._try("renyi", alpha)
+    def renyi(self, alpha: float) -> Estimate:
+        return self._try(lambda e: e.renyi(alpha))
 
-    def max_divergence(self):  # type: ignore[no-untyped-def]
-        return self._try("max_divergence")
+    def max_divergence(self) -> Estimate:
+        return self._try(lambda e: e.max_divergence())
 
-    def hockey_stick(self, epsilon):  # type: ignore[no-untyped-def]
-        return self._try("hockey_stick", epsilon)
+    def hockey_stick(self, epsilon: float) -> Estimate:
+        return self._try(lambda e: e.hockey_stick(epsilon))
 
-    def total_variation(self):  # type: ignore[no-untyped-def]
-        return self._try("total_variation")
+    def total_variation(self) -> Estimate:
+        return self._try(lambda e: e.total_variation())
 
-    def wasserstein(self, order):  # type: ignore[no-untyped-def]
-        return self._try("wasserstein", order)
+    def wasserstein(self, order: float) -> Estimate:
+        return self._try(lambda e: e.wasserstein(order))
 
 
 def evaluator(P: Distribution, Q: Distribution) -> Evaluator:
@@ -78,18 +79,18 @@ def evaluator(P: Distribution, Q: Distribution) -> Evaluator:
         P = P.to_finite()
     if isinstance(Q, Bernoulli):
         Q = Q.to_finite()
-    tp, tq = type(P), type(Q)
-    if tp is tq is Laplace:
+    # exact types (a subclass takes the general paths); `type(x) is C` narrows for the type checker
+    if type(P) is Laplace and type(Q) is Laplace:
         if P.scale == Q.scale:
             return _closed.LaplaceShift(Fraction(Q.loc) - Fraction(P.loc), P.scale)  # the shift, exactly
         return _Hybrid(_closed.LaplaceScales(P.loc, P.scale, Q.loc, Q.scale), QuadraturePair(P, Q))
-    if tp is tq is Gaussian:
+    if type(P) is Gaussian and type(Q) is Gaussian:
         if P.sigma == Q.sigma:
             return _closed.GaussianShift(Fraction(Q.loc) - Fraction(P.loc), P.sigma)
         return _Hybrid(_closed.GaussianGeneral(P.loc, P.sigma, Q.loc, Q.sigma), QuadraturePair(P, Q))
-    if tp is tq is DiscreteLaplace and P.scale == Q.scale:
+    if type(P) is DiscreteLaplace and type(Q) is DiscreteLaplace and P.scale == Q.scale:
         return _closed.DiscreteLaplaceShift(Q.loc - P.loc, P.scale)
-    if tp is tq is DiscreteGaussian and P.sigma == Q.sigma:
+    if type(P) is DiscreteGaussian and type(Q) is DiscreteGaussian and P.sigma == Q.sigma:
         return _closed.DiscreteGaussianShift(Q.loc - P.loc, P.sigma, P.log_normalizer)
     if isinstance(P, Finite) and isinstance(Q, Finite):
         p, q, support = align(P, Q)

@@ -12,6 +12,7 @@ from scipy.optimize import brentq
 
 from dpkit._math import Estimate
 from dpkit._math.gaussian import first_float
+from dpkit._math.result import Kind
 from dpkit.errors import UnsupportedError
 
 
@@ -59,7 +60,7 @@ class Evaluator:
         hi_cap = float(self.max_divergence_or_inf())
         lo = math.log1p(-delta)  # E_gamma >= 1 - gamma > delta for ln gamma < ln(1 - delta)
         lo = lo - 1e-12 * max(1.0, abs(lo)) - 1e-300
-        kind = "upper" if certified else "numerical"
+        kind: Kind = "upper" if certified else "numerical"
         if math.isfinite(hi_cap):
             hi = hi_cap
         else:

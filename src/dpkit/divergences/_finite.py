@@ -18,6 +18,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from dpkit._math import Estimate
+from dpkit._math.result import Kind
 from dpkit._math.directed import sum_up
 from dpkit._math.precise import mp, to_float_up
 
@@ -274,7 +275,7 @@ def hockey_stick(f: FiniteArrays, epsilon: float) -> Estimate:
         return Estimate(min(value + f.mass_inf, 1.0), kind="exact", method=_EXACT)
     total = sum_up([value, bound, band_up, f.mass_inf])
     upper = min(math.nextafter(total, math.inf) if bound > 0.0 else total, 1.0)
-    kind = "upper" if bound > 0.0 or not exact_band else "exact"
+    kind: Kind = "upper" if bound > 0.0 or not exact_band else "exact"
     return Estimate(
         upper, kind=kind, error=bound, method=_EXACT + (" (rounded up by its error bound)" if kind == "upper" else "")
     )

@@ -121,7 +121,7 @@ def quantile_wasserstein(P: Distribution, Q: Distribution, order: float) -> Esti
     r""":math:`W_p^p = \int_0^1 |F^{-1}(u) - G^{-1}(u)|^p du` on the real line (Villani 2009, Rem 2.19)."""
 
     def f(u: float) -> float:
-        return abs(float(P.quantile(u)) - float(Q.quantile(u))) ** order
+        return float(abs(float(P.quantile(u)) - float(Q.quantile(u))) ** order)  # a float: the base is >= 0
 
     total, err = 0.0, 0.0
     for a, b in ((0.0, 1e-8), (1e-8, 0.5), (0.5, 1 - 1e-8), (1 - 1e-8, 1.0)):
@@ -198,7 +198,7 @@ def finite_wasserstein(P: Finite, Q: Finite, order: float) -> Estimate:
     del levels
     from_p = order_idx < cp.size
     del order_idx
-    ip = np.cumsum(from_p)
+    ip = np.cumsum(from_p, dtype=np.int_)  # the dtype numpy gives a bool cumsum, named for the type checker
     ip -= from_p  # levels of P strictly before position j
     iq = np.arange(merged.size)
     iq -= ip  # levels of Q strictly before position j

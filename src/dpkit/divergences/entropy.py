@@ -12,6 +12,7 @@ discrete Gaussian and the Rényi entropies of finite laws are ``"numerical"`` wi
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 from scipy.special import logsumexp
@@ -29,6 +30,7 @@ from dpkit.distributions import (
 )
 from dpkit.distributions.theta import second_moment
 from dpkit.divergences._dispatch import evaluator
+from dpkit.divergences._numeric import FinitePair
 from dpkit.errors import InvalidArgumentError, UnsupportedError
 
 _EXACT = "exact sum over the support"
@@ -103,8 +105,8 @@ def cross_entropy(P: Distribution, Q: Distribution) -> Estimate:
     """
     F, G = _finite(P), _finite(Q)
     if F is not None and G is not None:
-        ev = evaluator(F, G)
-        arrays = ev.arrays  # type: ignore[attr-defined]
+        ev = cast(FinitePair, evaluator(F, G))  # two Finite laws always get a FinitePair (_dispatch.evaluator)
+        arrays = ev.arrays
         if arrays.mass_inf > 0:
             return Estimate(math.inf, kind="exact", method=_EXACT)
         terms = -arrays.p_live * arrays.logq

@@ -334,4 +334,5 @@ def randomized_response_rdp(alpha: NDArray[np.float64], epsilon: float) -> NDArr
         sh = s[~low]
         gap = math.log1p(math.exp(-epsilon)) - np.log1p(np.exp(-epsilon - 2.0 * sh))
         out[~low] = epsilon - gap / am1[~low]
-    return np.minimum(bump_up_array(out, 64.0), epsilon)  # D_alpha <= D_inf = epsilon
+    bound: NDArray[np.float64] = np.minimum(bump_up_array(out, 64.0), epsilon)  # D_alpha <= D_inf = epsilon
+    return bound

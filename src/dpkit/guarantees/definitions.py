@@ -260,7 +260,7 @@ def _call_vectorised(fn: Callable[..., object], x: NDArray[np.float64]) -> NDArr
     ``lambda a: math.log(a)`` never see a one-element array)."""
     if x.size == 1:
         with np.errstate(over="ignore", under="ignore"):
-            value = float(fn(float(x.flat[0])))  # type: ignore[arg-type]
+            value = float(fn(float(x.flat[0])))  # type: ignore[arg-type]  # fn returns object: float() raises TypeError on a non-number
         return np.asarray(value, dtype=np.float64).reshape(x.shape)
     try:
         with np.errstate(over="ignore", under="ignore"):
@@ -270,7 +270,7 @@ def _call_vectorised(fn: Callable[..., object], x: NDArray[np.float64]) -> NDArr
     except (TypeError, ValueError):
         pass
     with np.errstate(over="ignore", under="ignore"):
-        values = [float(fn(float(v))) for v in x.flat]  # type: ignore[arg-type]
+        values = [float(fn(float(v))) for v in x.flat]  # type: ignore[arg-type]  # fn returns object: float() raises TypeError on a non-number
         return np.array(values, dtype=np.float64).reshape(x.shape)
 
 
@@ -384,7 +384,7 @@ class PrivacyProfile:
         with np.errstate(over="ignore", under="ignore"):
             raw = self.delta_function(eps)
         try:
-            value = float(raw)  # type: ignore[arg-type]
+            value = float(raw)  # type: ignore[arg-type]  # raw is any object: the except below takes what float() refuses
         except (TypeError, ValueError):  # a one-element array or another number type
             value = float(np.asarray(raw, dtype=np.float64).reshape(-1)[0])
         if not (0.0 <= value <= 1.0):
@@ -462,7 +462,7 @@ def _orders_array(name: str, values: ArrayLike) -> NDArray[np.float64]:
     return arr
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class RenyiDP:
     r"""Rényi differential privacy: a curve :math:`\alpha \mapsto \varepsilon(\alpha)`, α > 1.
 
@@ -497,21 +497,35 @@ class RenyiDP:
     """
 
     curve: Callable[..., object] | None = None
-    orders: ArrayLike | None = None  # stored as a sorted tuple of floats
-    epsilons: ArrayLike | None = None
+    orders: tuple[float, ...] | None = None  # sorted; the constructor takes any 1-D sequence of numbers
+    epsilons: tuple[float, ...] | None = None  # epsilons[i] is the bound at orders[i]
     description: str = "user curve"
 
-    def __post_init__(self) -> None:
-        if self.curve is not None:
-            if self.orders is not None or self.epsilons is not None:
+    def __init__(
+        self,
+        *,
+        curve: Callable[..., object] | None = None,
+        orders: ArrayLike | None = None,
+        epsilons: ArrayLike | None = None,
+        description: str = "user curve",
+    ) -> None:
+        # written out (init=False) so that orders and epsilons take any 1-D sequence, while the fields
+        # hold what is stored: sorted tuples of floats
+        _set = object.__setattr__  # frozen: the dataclass's own __init__ sets fields the same way
+        _set(self, "curve", curve)
+        _set(self, "description", description)
+        if curve is not None:
+            if orders is not None or epsilons is not None:
                 raise InvalidArgumentError("give either curve or (orders, epsilons), not both.")
-            if not callable(self.curve):
-                raise ArgumentTypeError(f"curve must be callable; got {type(self.curve).__name__}.")
+            if not callable(curve):
+                raise ArgumentTypeError(f"curve must be callable; got {type(curve).__name__}.")
+            _set(self, "orders", None)
+            _set(self, "epsilons", None)
             return
-        if self.orders is None or self.epsilons is None:
+        if orders is None or epsilons is None:
             raise InvalidArgumentError("give either curve or both orders and epsilons.")
-        orders = _orders_array("orders", self.orders)
-        epsilons = _orders_array("epsilons", self.epsilons)
+        orders = _orders_array("orders", orders)
+        epsilons = _orders_array("epsilons", epsilons)
         if orders.shape != epsilons.shape:
             raise InvalidArgumentError(
                 f"orders and epsilons must have the same length; got {orders.size} and {epsilons.size}."
@@ -528,8 +542,8 @@ class RenyiDP:
         if np.any(bad):
             raise InvalidArgumentError(f"every epsilon must be >= 0 (inf allowed); got {epsilons[bad][0]}.")
         order = np.argsort(orders)
-        object.__setattr__(self, "orders", tuple(float(a) for a in orders[order]))
-        object.__setattr__(self, "epsilons", tuple(float(e) for e in epsilons[order]))
+        _set(self, "orders", tuple(float(a) for a in orders[order]))
+        _set(self, "epsilons", tuple(float(e) for e in epsilons[order]))
 
     def __str__(self) -> str:
         if self.curve is not None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -29,6 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpkit._math import Estimate
+from dpkit._math.result import Kind
 from dpkit.distributions import Distribution
 from dpkit.divergences import approx_max_divergence, hockey_stick, max_divergence, renyi, wasserstein
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
@@ -66,6 +67,8 @@ class SymmetricInterval:
     """
 
     __slots__ = ("values", "half_width")
+    values: NDArray[np.float64]
+    half_width: float
 
     def __init__(self, values: NDArray[np.float64], half_width: float) -> None:
         object.__setattr__(self, "values", _frozen_array(values))
@@ -91,7 +94,7 @@ class SymmetricInterval:
             end.flags.writeable = False
         return end
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[NDArray[np.float64]]:
         yield self[0]
         yield self[1]
 
@@ -190,9 +193,10 @@ class Mechanism(ABC):
             raise UnsupportedError(f"{self.name} is not epsilon-DP for any finite epsilon (unbounded privacy loss).")
         return PureDP(_relabel(eps, "max divergence of the dominating pair"))
 
-    def delta(self, epsilon: float) -> Estimate:
+    def delta(self, epsilon: float) -> float:
         """The smallest delta for this epsilon: max over directions of the hockey-stick divergence
-        (an Estimate that keeps the label of the direction that gave it)."""
+        (here an Estimate that keeps the label of the direction that gave it; a subclass with a
+        closed-form profile may return a plain float)."""
         return _worst(hockey_stick(P, Q, epsilon) for P, Q in self.pair.directions())
 
     def approx_dp(self, delta: float) -> ApproxDP:
@@ -207,7 +211,7 @@ class Mechanism(ABC):
         if not math.isfinite(eps):
             raise UnsupportedError(f"{self.name} has no finite epsilon at delta={delta}.")
         if float(eps) < 0.0:
-            kind = "numerical" if eps.kind == "numerical" else "exact"
+            kind: Kind = "numerical" if eps.kind == "numerical" else "exact"
             eps = Estimate(0.0, kind=kind, error=eps.error if kind == "numerical" else 0.0, method=eps.method)
         return ApproxDP(epsilon=_relabel(eps, "delta-approximate max divergence"), delta=delta)
 

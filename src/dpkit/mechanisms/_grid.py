@@ -66,11 +66,43 @@ import math
 import numbers
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError
+
+if TYPE_CHECKING:  # at run time they are imported inside the functions that use them
+    from dpkit.mechanisms._base import Release, SymmetricInterval
+
+    #: builds a release's interval: (values, half_width, inexact mask or None, grid) -> interval
+    IntervalFactory = Callable[[NDArray[np.float64], float, NDArray[np.bool_] | None, float], SymmetricInterval]
+
+#: draws ``m`` integer noise values from a generator: ``sample(m, rng)``
+NoiseSampler = Callable[[int, np.random.Generator], ArrayLike]
+
+
+class GridMechanism(Protocol):
+    """What :func:`release_on_grid` reads of a grid-snapped mechanism (Laplace, Gaussian)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    @property
+    def grid(self) -> float: ...
+
+    @property
+    def units(self) -> float: ...
+
+    @property
+    def noise_grid_scale(self) -> float: ...
+
+    @property
+    def guarantee(self) -> Any: ...
 
 #: |round(x / g)| and |K| below this take the int64 path: their sum cannot overflow int64.
 FAST_LIMIT = 2.0**62
@@ -261,10 +293,10 @@ def _two_sum_outward(a: Any, b: Any, up: bool) -> Any:
         return np.where(err < 0, np.nextafter(s, -np.inf), s)
 
 
-def _interval_class() -> type:
+def _interval_class() -> IntervalFactory:
     from dpkit.mechanisms._base import SymmetricInterval
 
-    class GridInterval(SymmetricInterval):  # type: ignore[misc,valid-type]
+    class GridInterval(SymmetricInterval):
         """``values ∓ half_width`` rounded outward, widened where a released double is inexact.
 
         Behaves like :class:`~dpkit.mechanisms._base.SymmetricInterval` (a two-item tuple computed
@@ -273,6 +305,8 @@ def _interval_class() -> type:
         """
 
         __slots__ = ("inexact", "grid")
+        inexact: NDArray[np.bool_] | None
+        grid: float
 
         def __init__(self, values: NDArray[np.float64], half_width: float,
                      inexact: NDArray[np.bool_] | None, grid: float) -> None:
@@ -323,11 +357,11 @@ def _interval_class() -> type:
     return GridInterval
 
 
-_GRID_INTERVAL: list[type] = []
+_GRID_INTERVAL: list[IntervalFactory] = []
 
 
 def grid_interval(values: NDArray[np.float64], half_width: float, inexact: NDArray[np.bool_] | None,
-                  grid: float) -> Any:
+                  grid: float) -> SymmetricInterval:
     """The interval object of a grid release (``GridInterval``); ``inexact`` as :func:`noisy_grid` returned."""
     if not _GRID_INTERVAL:
         _GRID_INTERVAL.append(_interval_class())
@@ -368,8 +402,9 @@ def _fast_chunk(x: NDArray[np.float64], inv: float, grid: float, noise: NDArray[
     return True
 
 
-def noisy_grid_chunked(floats: NDArray[np.float64], exact: dict[int, Fraction], grid: float,
-                       sample: Any, rng: Any) -> tuple[NDArray[np.float64], NDArray[np.bool_] | None]:
+def noisy_grid_chunked(
+    floats: NDArray[np.float64], exact: dict[int, Fraction], grid: float, sample: NoiseSampler, rng: np.random.Generator
+) -> tuple[NDArray[np.float64], NDArray[np.bool_] | None]:
     """:func:`noisy_grid` with the noise drawn by ``sample(m, rng)``, ``_CHUNK`` values at a time.
 
     ``sample`` returns ``m`` integers: an integer array, or a float64 array whose entries are exact
@@ -410,8 +445,9 @@ def noisy_grid_chunked(floats: NDArray[np.float64], exact: dict[int, Fraction], 
     return out, inexact
 
 
-def release_on_grid(mechanism, value, *, rng, confidence: float, norm: str,  # type: ignore[no-untyped-def]
-                    sample, noise_half_width):
+def release_on_grid(mechanism: GridMechanism, value: ArrayLike, *, rng: np.random.Generator | None,
+                    confidence: float, norm: str, sample: NoiseSampler,
+                    noise_half_width: Callable[[float], float]) -> Release:
     """The shared release path of grid-snapped mechanisms (Laplace, Gaussian).
 
     Validates the values (finite, the mechanism's dimension), adds integer noise drawn by

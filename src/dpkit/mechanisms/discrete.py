@@ -12,6 +12,7 @@ no value).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -24,7 +25,7 @@ from dpkit.errors import InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PrivacyProfile, PureDP, RenyiDP, ZCDP
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, check_confidence
 from dpkit.mechanisms._discrete_gaussian_vector import WorstShiftProfile, max_square_norm, shift_classes
-from dpkit.mechanisms._grid import grid_interval, is_integral, noisy_grid, release_values
+from dpkit.mechanisms._grid import NoiseSampler, grid_interval, is_integral, noisy_grid, release_values
 from dpkit.mechanisms.gaussian import bisect_sigma, analytic_gaussian_sigma, discrete_gaussian_half_width
 from dpkit.random import discrete_gaussian, discrete_laplace, is_insecure
 from dpkit.random import default_rng as _default_rng
@@ -39,8 +40,9 @@ def _integer_sensitivity(value: object) -> int:
     return int(s)
 
 
-def _release_integers(mechanism: Mechanism, value: ArrayLike, rng: np.random.Generator | None,  # type: ignore[no-untyped-def]
-                      confidence: float, sample, half_width, scale: float, dimension: int | None) -> Release:
+def _release_integers(mechanism: Mechanism, value: ArrayLike, rng: np.random.Generator | None, confidence: float,
+                      sample: NoiseSampler, half_width: Callable[[float], float], scale: float,
+                      dimension: int | None) -> Release:
     """The shared release path: exact integers plus integer noise (module docstring)."""
     floats, exact = release_values(value)
     c = check_confidence(confidence)

@@ -35,6 +35,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpkit._math import Estimate, check_epsilon, check_probability
+from dpkit._math.result import Kind
 from dpkit.distributions import Bernoulli, Finite
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import PureDP, WassersteinDP, ZCDP
@@ -265,7 +266,7 @@ class RandomizedResponse(Mechanism):
         :math:`D_\alpha/\alpha`, approached as α → 1); an upper bound for k > 2 (kind ``"upper"``).
         """
         rho = pure_to_zcdp(self.pure_dp()).rho
-        kind = "exact" if self.categories == 2 else "upper"
+        kind: Kind = "exact" if self.categories == 2 else "upper"
         return ZCDP(Estimate(float(rho), kind=kind, method="eps tanh(eps/2) (Steinke 2024, Thm 5)"))
 
     # ---- release -------------------------------------------------------------------------------------

@@ -110,6 +110,7 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
+from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -480,7 +481,7 @@ def _binned_fill(tab: _Bins, out: NDArray[np.int64] | NDArray[np.float64],
         else:
             halves = rng.integers(0, 1 << 64, size=(m + 1) // 2, dtype=np.uint64).view(np.uint32)[:m]
             o = np.right_shift(halves, np.uint32(32 - tab.b))
-        y = out if floats else np.empty(m)
+        y = cast("NDArray[np.float64]", out) if floats else np.empty(m)  # floats: out is float64
         np.copyto(y, o, casting="unsafe")  # the offsets as floats, exact
         if pending is not None:
             of_pending = y[pending]  # a copy, before y becomes the draws
@@ -516,9 +517,9 @@ def _binned_fill(tab: _Bins, out: NDArray[np.int64] | NDArray[np.float64],
             big[int(pending[i])] = int(y_pending[i])
     again = pending[~accept]
     if again.size:
-        redo = np.empty(again.size, dtype=out.dtype)
-        for i, value in _binned_fill(tab, redo, rng).items():
-            big[int(again[i])] = value
+        redo = np.empty_like(out, shape=again.size)
+        for k, value in _binned_fill(tab, redo, rng).items():
+            big[int(again[k])] = value
         out[again] = redo
     return big
 

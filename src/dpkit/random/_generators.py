@@ -111,12 +111,12 @@ _REFUSED_GENERATOR = frozenset({
 })
 
 
-def _fingerprint_and_position(parent: type, bit_generator: object) -> tuple[bytes, int]:
+def _fingerprint_and_position(parent: type[Any], bit_generator: object) -> tuple[bytes, int]:
     """A keyed hash of the key and the stream position (32-bit words or bytes drawn), read from C.
 
     Read through the *parent* class's ``state`` descriptor: the subclass refuses ``state`` to callers.
     """
-    state = parent.state.__get__(bit_generator)  # type: ignore[attr-defined]
+    state = parent.state.__get__(bit_generator)
     if "keysetup" in state.get("state", {}):  # ChaCha: key words, and a counter of 32-bit words
         inner = state["state"]
         key = np.asarray(inner["keysetup"]).tobytes() + int(inner["rounds"]).to_bytes(2, "little")
@@ -141,7 +141,7 @@ class _KeyedBitGenerator:
     process (a child made by any ``fork()``, including a raw one that runs no Python at-fork hook).
     """
 
-    _parent: type
+    _parent: type[Any]
     _nbytes: int
 
     def _keyed_init(self, **options: Any) -> None:
@@ -152,8 +152,8 @@ class _KeyedBitGenerator:
         digest, position = _fingerprint_and_position(self._parent, self)
         _set(self, "_dpkit_pid", _getpid())
         _set(self, "_dpkit_seal", [digest, position])
-        _KEYED.add(self)  # type: ignore[arg-type]
-        _LIVE.add(self)  # type: ignore[arg-type]
+        _KEYED.add(self)
+        _LIVE.add(self)
 
     def __getattribute__(self, name: str) -> Any:
         if name in _REFUSED_BIT_GENERATOR and self in _KEYED:
@@ -199,7 +199,7 @@ class _KeyedBitGenerator:
         seal = _get(self, "_dpkit_seal")
         digest, position = _fingerprint_and_position(_get(self, "_parent"), self)
         if digest != seal[0] or position < seal[1]:
-            _TAMPERED.add(self)  # type: ignore[arg-type]
+            _TAMPERED.add(self)
             return False
         seal[1] = position
         return True
@@ -208,7 +208,7 @@ class _KeyedBitGenerator:
 def _make_keyed_classes() -> dict[str, type]:
     rg = _randomgen()
 
-    class SecureChaCha(_KeyedBitGenerator, rg.ChaCha):  # type: ignore[misc,name-defined]
+    class SecureChaCha(_KeyedBitGenerator, rg.ChaCha):  # type: ignore[misc,name-defined]  # randomgen ships no types
         """randomgen's ChaCha20 (20 rounds), keyed from the OS; unseedable (see _KeyedBitGenerator)."""
 
         _parent = rg.ChaCha
@@ -219,14 +219,14 @@ def _make_keyed_classes() -> dict[str, type]:
             self._keyed_init(rounds=20)
 
         @property
-        def state(self) -> NoReturn:  # type: ignore[override]
+        def state(self) -> NoReturn:
             _refuse("reading the state of a secure bit generator")
 
         @state.setter
         def state(self, value: object) -> NoReturn:
             _refuse("setting the state of a secure bit generator")
 
-    class SecureAESCounter(_KeyedBitGenerator, rg.AESCounter):  # type: ignore[misc,name-defined]
+    class SecureAESCounter(_KeyedBitGenerator, rg.AESCounter):  # type: ignore[misc,name-defined]  # randomgen ships no types
         """randomgen's AES-128 in counter mode (AES-NI only), keyed from the OS; unseedable."""
 
         _parent = rg.AESCounter
@@ -237,7 +237,7 @@ def _make_keyed_classes() -> dict[str, type]:
             self._keyed_init()
 
         @property
-        def state(self) -> NoReturn:  # type: ignore[override]
+        def state(self) -> NoReturn:
             _refuse("reading the state of a secure bit generator")
 
         @state.setter
@@ -320,7 +320,7 @@ class SecureGenerator(np.random.Generator):
         cipher: Cipher = _get(self, "_cipher")
         return cipher
 
-    def spawn(self, n_children: int) -> list[SecureGenerator]:  # type: ignore[override]
+    def spawn(self, n_children: int) -> list[SecureGenerator]:  # type: ignore[override]  # list is invariant; SecureGenerator is a Generator
         """Return ``n_children`` new generators, each keyed afresh from the operating system."""
         return [SecureGenerator(cipher=self.cipher) for _ in range(n_children)]
 

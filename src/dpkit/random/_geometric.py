@@ -272,6 +272,7 @@ def _certified_counts(
                 rest = entry
             else:
                 rest *= entry
+        assert rest is not None  # len(levels) > 1: the loop ran
         below *= rest
         above *= rest
     np.add(f, 1.0, out=g)

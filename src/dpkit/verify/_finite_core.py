@@ -142,13 +142,14 @@ def _approx_max_rows(p: Array, q: Array, loss: Array, eta: Array, delta: float, 
         np.abs(log_num) + np.abs(log_cq) + np.abs(cand[pos_q]) + k[pos_q] * (cp[pos_q] / numerator[pos_q] + 1.0) + 2.0
     )
     cand[ok & (cq == 0)] = np.inf  # P(S) > delta on a set Q never produces
-    best = np.max(cand, axis=-1)
+    best: NDArray[np.float64] = np.max(cand, axis=-1)
     if not pad:
         return best
     at = np.argmax(cand, axis=-1)
     spread = 2.0 * np.max(np.where(np.isfinite(loss), eta, 0.0), axis=-1)
     pad = np.take_along_axis(err, at[..., None], axis=-1)[..., 0] + spread
-    return np.where(np.isfinite(best), best + pad, best)
+    padded: NDArray[np.float64] = np.where(np.isfinite(best), best + pad, best)
+    return padded
 
 
 def _check_rows(p: Array, q: Array, *, epsilon: float, delta: float) -> _Rows:
