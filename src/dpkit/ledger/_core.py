@@ -98,7 +98,7 @@ def check_budget(budget: object) -> Budget:
         if isinstance(budget, WassersteinDP):
             guarantee_to_record(budget)  # UnsupportedError: not privacy loss
         raise ArgumentTypeError(f"a ledger's budget must be PureDP, ApproxDP, ZCDP, GaussianDP or RenyiDP; got "
-                        f"{type(budget).__name__}.")
+                                f"{type(budget).__name__}.")
     guarantee_to_record(budget)  # UnsupportedError for what cannot be stored (a callable RenyiDP)
     Accountant(budget)  # the Accountant's own budget rules
     return budget
@@ -113,7 +113,7 @@ def check_filter(budget: Budget, spec: object) -> FilterSpec:
         spec = {k: float(v) for k, v in spec.items()}
     elif not isinstance(spec, str):
         raise ArgumentTypeError(f"filter must be 'auto', a filter kind, or a dict {{kind: delta share}}; got "
-                        f"{type(spec).__name__}.")
+                                f"{type(spec).__name__}.")
     Accountant(budget, adaptive=True, filter=spec)  # the filter set's own rules (ValueError, TypeError)
     if not isinstance(budget, ApproxDP):
         # only an ApproxDP budget has a choice of filters; fail for a bad kind all the same
