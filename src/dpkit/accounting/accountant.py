@@ -38,7 +38,7 @@ from dpkit._math.directed import down, up
 from dpkit.accounting.filters import Filter, FilterSet, make_filter
 from dpkit.accounting.items import ORDERS, PrivacyItem, as_item
 from dpkit.accounting.state import AccountingState
-from dpkit.errors import BudgetExceededError, UnsupportedError
+from dpkit.errors import ArgumentTypeError, BudgetExceededError, InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP, RenyiDP, WassersteinDP
 
 __all__ = ["Accountant", "Budget", "MethodReport", "Spend"]
@@ -70,7 +70,7 @@ class MethodReport:
 
 def _check_count(count: object) -> int:
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise ValueError(f"count must be an integer >= 1; got {count!r}.")
+        raise InvalidArgumentError(f"count must be an integer >= 1; got {count!r}.")
     return count
 
 
@@ -82,14 +82,17 @@ def check_budget(budget: object) -> Budget:
             "does not change; it implies no (epsilon, delta) guarantee and cannot be a DP budget."
         )
     if not isinstance(budget, (PureDP, ApproxDP, ZCDP, GaussianDP, RenyiDP)):
-        raise TypeError(f"budget must be PureDP, ApproxDP, ZCDP, GaussianDP or RenyiDP; got {type(budget).__name__}.")
+        raise ArgumentTypeError(
+            f"budget must be PureDP, ApproxDP, ZCDP, GaussianDP or RenyiDP; got {type(budget).__name__}.")
     if isinstance(budget, RenyiDP):
         if not budget.orders:
-            raise ValueError("a RenyiDP budget needs finitely many orders (RenyiDP(orders=..., epsilons=...)).")
+            raise InvalidArgumentError(
+                "a RenyiDP budget needs finitely many orders (RenyiDP(orders=..., epsilons=...)).")
         if max(float(a) for a in budget.orders) > ORDERS[-1]:  # type: ignore[union-attr]
-            raise ValueError(f"a RenyiDP budget's orders must be at most {ORDERS[-1]:g} (the core's largest order).")
+            raise InvalidArgumentError(
+                f"a RenyiDP budget's orders must be at most {ORDERS[-1]:g} (the core's largest order).")
     if isinstance(budget, ApproxDP) and float(budget.delta) >= 1.0:
-        raise ValueError("an ApproxDP budget needs delta < 1.")
+        raise InvalidArgumentError("an ApproxDP budget needs delta < 1.")
     return budget
 
 
@@ -136,7 +139,7 @@ class Accountant:
     def __init__(self, budget: Budget, *, adaptive: bool = True, filter: str | dict[str, float] = "auto") -> None:
         self._budget = check_budget(budget)
         if not isinstance(adaptive, bool):
-            raise TypeError("adaptive must be True or False.")
+            raise ArgumentTypeError("adaptive must be True or False.")
         self._adaptive = adaptive
         self._rule = _rule(self._budget, filter)
         self._state = AccountingState()

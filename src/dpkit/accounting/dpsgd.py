@@ -229,7 +229,7 @@ def dpsgd_epsilon(*, delta: float, sigma: float | None = None, sampling_rate: fl
 
     Raises
     ------
-    ValueError
+    InvalidArgumentError
         A parameter outside its domain (NaN and inf included), or an unsupported scheme.
 
     References
@@ -404,7 +404,7 @@ def calibrate_sigma(*, epsilon: float, delta: float, sampling_rate: float, steps
 
     Raises
     ------
-    ValueError
+    InvalidArgumentError
         Bad parameters, or a target no sigma up to ``sigma_max`` meets (the message gives the epsilon
         reached there).
 

@@ -54,7 +54,7 @@ from numpy.typing import NDArray
 from dpkit._math.directed import down, up
 from dpkit.accounting.items import ORDERS, PrivacyItem
 from dpkit.accounting.state import add_up, mul_up, zcdp_epsilon
-from dpkit.errors import UnsupportedError
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 
 __all__ = ["FILTER_KINDS", "Filter", "FilterSet", "gdp_budget", "rdp_budgets", "zcdp_budget"]
 
@@ -226,7 +226,7 @@ def make_filter(kind: str, *, epsilon: float, delta_share: float, first: Privacy
         assert rdp_limits is not None
         return Filter(kind="rdp", share=delta_share, orders=tuple(orders), rdp_limit=tuple(rdp_limits),
                       rdp_used=tuple(Fraction(0) for _ in orders))
-    raise ValueError(f"unknown filter {kind!r}; choose from {', '.join(FILTER_KINDS)} or 'auto'.")
+    raise InvalidArgumentError(f"unknown filter {kind!r}; choose from {', '.join(FILTER_KINDS)} or 'auto'.")
 
 
 def auto_kind(item: PrivacyItem) -> str:
@@ -266,18 +266,19 @@ class FilterSet:
         if isinstance(spec, str):
             spec = {spec: delta}
         if not isinstance(spec, dict) or not spec:
-            raise TypeError("filter must be 'auto', a filter kind, or a dict {kind: delta share}.")
+            raise ArgumentTypeError("filter must be 'auto', a filter kind, or a dict {kind: delta share}.")
         total = math.fsum(spec.values())
         if total > delta * (1.0 + 1e-12):
-            raise ValueError(f"the filters' delta shares add up to {total}, more than the budget's delta {delta}.")
+            raise InvalidArgumentError(
+                f"the filters' delta shares add up to {total}, more than the budget's delta {delta}.")
         fs = []
         for kind, share in spec.items():
             if kind not in FILTER_KINDS:
-                raise ValueError(f"unknown filter {kind!r}; choose from {', '.join(FILTER_KINDS)} or 'auto'.")
+                raise InvalidArgumentError(f"unknown filter {kind!r}; choose from {', '.join(FILTER_KINDS)} or 'auto'.")
             if not (0.0 <= share <= delta):
-                raise ValueError(f"filter {kind!r} has delta share {share!r}; shares lie in [0, delta].")
+                raise InvalidArgumentError(f"filter {kind!r} has delta share {share!r}; shares lie in [0, delta].")
             if kind != "basic" and share == 0.0:
-                raise ValueError(f"filter {kind!r} needs a delta share > 0.")
+                raise InvalidArgumentError(f"filter {kind!r} needs a delta share > 0.")
             fs.append(make_filter(kind, epsilon=epsilon, delta_share=share))
         filters = tuple(fs)
         return cls(epsilon=epsilon, delta=delta, filters=filters, alive=tuple(True for _ in filters))

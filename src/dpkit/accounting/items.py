@@ -40,7 +40,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from dpkit.errors import UnsupportedError
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP, RenyiDP, WassersteinDP
 
 __all__ = [
@@ -91,7 +91,7 @@ class GaussianEvent:
         for name in ("sigma", "sensitivity"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < float(v) < math.inf):
-                raise ValueError(f"{name} must be finite and > 0; got {v!r}.")
+                raise InvalidArgumentError(f"{name} must be finite and > 0; got {v!r}.")
 
     @property
     def name(self) -> str:
@@ -109,7 +109,7 @@ class LaplaceEvent:
         for name in ("scale", "sensitivity"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < float(v) < math.inf):
-                raise ValueError(f"{name} must be finite and > 0; got {v!r}.")
+                raise InvalidArgumentError(f"{name} must be finite and > 0; got {v!r}.")
 
     @property
     def name(self) -> str:
@@ -232,8 +232,9 @@ def _from_guarantee(g: Any, label: str | None) -> PrivacyItem:
         return PrivacyItem(label=label or "RenyiDP", event={"type": "RenyiDP", "orders": [repr(a) for a in orders],
                                                            "epsilons": [repr(e) for e in eps]},
                            rdp=_rdp_from(orders, dict(zip(orders, eps)).__getitem__), headline=g)
-    raise TypeError(f"cannot spend a {type(g).__name__}; spend a guarantee (PureDP, ApproxDP, ZCDP, GaussianDP, "
-                    "RenyiDP), a dpkit mechanism, a DPSGDStep or a GaussianEvent/LaplaceEvent.")
+    raise ArgumentTypeError(
+        f"cannot spend a {type(g).__name__}; spend a guarantee (PureDP, ApproxDP, ZCDP, GaussianDP, "
+        "RenyiDP), a dpkit mechanism, a DPSGDStep or a GaussianEvent/LaplaceEvent.")
 
 
 @functools.lru_cache(maxsize=1024)
@@ -324,7 +325,7 @@ def as_item(x: object, *, label: str | None = None) -> PrivacyItem:
     ------
     UnsupportedError
         For ``WassersteinDP`` or a ``RenyiDP`` given by a callable curve (the message says what to give).
-    TypeError
+    ArgumentTypeError
         For anything else that is not spendable.
 
     >>> as_item(PureDP(1.0)).rho < 0.5
@@ -368,18 +369,18 @@ def item_from_json(text: str, label: str) -> PrivacyItem:
     their loss law comes back too); a mechanism's item keeps its numbers and no loss law."""
     d = json.loads(text)
     if not isinstance(d, dict):
-        raise ValueError("an item record must be a JSON object")
+        raise InvalidArgumentError("an item record must be a JSON object")
     event = d["event"]
     if not isinstance(event, dict):
-        raise ValueError("an item's event must be a JSON object")
+        raise InvalidArgumentError("an item's event must be a JSON object")
     f = float
     rdp = np.array([f(v) for v in d["rdp"]], dtype=np.float64)
     if rdp.shape != (len(ORDERS),) or np.any(np.isnan(rdp)) or np.any(rdp < 0):
-        raise ValueError("an item's Renyi curve must hold one value >= 0 per order of ORDERS")
+        raise InvalidArgumentError("an item's Renyi curve must hold one value >= 0 per order of ORDERS")
     approx = None if d["approx"] is None else (f(d["approx"][0]), f(d["approx"][1]))
     nums = [f(d["epsilon"]), f(d["rho"]), f(d["mu"])]
     if any(math.isnan(v) or v < 0 for v in nums) or (approx is not None and not (approx[0] >= 0 and 0 <= approx[1] <= 1)):
-        raise ValueError("an item's costs must be numbers >= 0")
+        raise InvalidArgumentError("an item's costs must be numbers >= 0")
     law = None
     t = event.get("type")
     rebuilt = None
@@ -444,7 +445,7 @@ def combine(parts: Sequence[tuple[PrivacyItem, int]], *, label: str, event: dict
     (inf, None, 0.344919)
     """
     if not parts:
-        raise ValueError("a batch needs at least one part.")
+        raise InvalidArgumentError("a batch needs at least one part.")
     eps, rho, mu2 = 0.0, 0.0, 0.0
     approx: tuple[float, float] | None = (0.0, 0.0)
     rdp = np.zeros(len(ORDERS))
@@ -452,7 +453,7 @@ def combine(parts: Sequence[tuple[PrivacyItem, int]], *, label: str, event: dict
         if not isinstance(item, PrivacyItem):
             item = as_item(item)
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
-            raise ValueError(f"count must be an integer >= 1; got {count!r}.")
+            raise InvalidArgumentError(f"count must be an integer >= 1; got {count!r}.")
         k = float(count)
         eps = _sum_up(eps, _times_up(k, item.epsilon)) if math.isfinite(item.epsilon) else math.inf
         rho = _sum_up(rho, _times_up(k, item.rho)) if math.isfinite(item.rho) else math.inf

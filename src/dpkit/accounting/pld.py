@@ -55,7 +55,7 @@ from dpkit.distributions import Distribution
 from dpkit.divergences.pairs import DiscreteGaussianShift, DiscreteLaplaceShift, GaussianShift, LaplaceShift
 from dpkit.divergences import evaluator
 from dpkit.divergences.pairs import FinitePair
-from dpkit.errors import DpkitError, UnsupportedError
+from dpkit.errors import DpkitError, InvalidArgumentError, UnsupportedError
 
 # pld_poisson_subsampled and subsampled_epsilon_interval live in dpkit.accounting.subsampling (re-exported by
 # dpkit.accounting); listing them here made ``from dpkit.accounting.pld import *`` raise AttributeError.
@@ -76,7 +76,7 @@ def _norm2(x: NDArray[np.float64]) -> float:
 
 def _check_k(k: object) -> int:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k must be an integer >= 1; got {k!r}.")
+        raise InvalidArgumentError(f"k must be an integer >= 1; got {k!r}.")
     return int(k)
 
 
@@ -89,7 +89,7 @@ class Interval:
 
     def __post_init__(self) -> None:
         if not (self.lower <= self.upper):
-            raise ValueError(f"interval needs lower <= upper; got [{self.lower}, {self.upper}].")
+            raise InvalidArgumentError(f"interval needs lower <= upper; got [{self.lower}, {self.upper}].")
 
     @property
     def width(self) -> float:
@@ -290,7 +290,7 @@ class PLD:
 
 def _check_same(a: PLD, b: PLD) -> None:
     if b.grid != a.grid or b.pessimistic != a.pessimistic:
-        raise ValueError("PLDs compose only on the same grid and with the same pessimism.")
+        raise InvalidArgumentError("PLDs compose only on the same grid and with the same pessimism.")
 
 
 def _log_mgf_bounds(pld: PLD, lambdas: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -341,7 +341,7 @@ def compose_many(parts: Sequence[tuple[PLD, int]]) -> PLD:
     """
     items = [(p, _check_k(k)) for p, k in parts]
     if not items:
-        raise ValueError("compose_many needs at least one (PLD, count) pair.")
+        raise InvalidArgumentError("compose_many needs at least one (PLD, count) pair.")
     first = items[0][0]
     for p, _ in items[1:]:
         _check_same(first, p)
@@ -499,7 +499,7 @@ def _check_grid_tail(grid: float, tail: float) -> tuple[float, float]:
     g = check_positive("grid", grid)
     t = check_positive("tail", tail)
     if t > 1e-6:
-        raise ValueError(f"tail must be <= 1e-6 so that truncation stays negligible; got {tail}.")
+        raise InvalidArgumentError(f"tail must be <= 1e-6 so that truncation stays negligible; got {tail}.")
     return g, t
 
 

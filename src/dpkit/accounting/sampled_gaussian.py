@@ -128,7 +128,7 @@ def sampled_gaussian_rdp(*, sigma: float, sampling_rate: float, orders: Iterable
 
     Raises
     ------
-    ValueError
+    InvalidArgumentError
         sigma or sensitivity not finite and > 0, sampling_rate outside (0, 1], an order that is
         not finite and > 1.
 

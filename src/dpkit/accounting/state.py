@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 
 from dpkit._math import Estimate, check_delta, check_epsilon
 from dpkit.accounting.items import ORDERS, PrivacyItem, as_item
-from dpkit.errors import UnsupportedError
+from dpkit.errors import InvalidArgumentError, UnsupportedError
 
 __all__ = ["AccountingState", "Method", "add_up", "mul_up", "cks_epsilon", "cks_delta", "zcdp_epsilon", "zcdp_delta"]
 
@@ -188,7 +188,7 @@ class AccountingState:
         """A new state with ``count`` more uses of ``item``; this one is unchanged.  O(1) in the history."""
         it = as_item(item)
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
-            raise ValueError(f"count must be an integer >= 1; got {count!r}.")
+            raise InvalidArgumentError(f"count must be an integer >= 1; got {count!r}.")
         k = int(count)
         log = self._log
         if len(log) != self._n:  # adding to an older snapshot: copy its prefix (the log is append-only)
@@ -312,7 +312,7 @@ class AccountingState:
         if method == "pld":
             lo, hi, how = self._pld(what, x)
             return Estimate(hi, kind="interval", lower=lo, method=how)
-        raise ValueError(f"unknown method {method!r}; choose from best, basic, zcdp, gdp, rdp, pld.")
+        raise InvalidArgumentError(f"unknown method {method!r}; choose from best, basic, zcdp, gdp, rdp, pld.")
 
     def _best(self, what: str, x: float) -> Estimate:
         best: Estimate | None = None

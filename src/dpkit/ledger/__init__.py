@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 
+from dpkit.errors import InvalidArgumentError
 from dpkit.ledger._base import (
     Budget,
     Ledger,
@@ -86,9 +87,9 @@ def open_ledger(
 
     Raises
     ------
-    ValueError
+    InvalidArgumentError
         For a URL of another scheme (``mysql://...``), and as the ledger classes do.
-    TypeError, UnsupportedError, LedgerError
+    ArgumentTypeError, UnsupportedError, LedgerError
         As the ledger classes do.
 
     Examples
@@ -100,11 +101,11 @@ def open_ledger(
     >>> open_ledger("mysql://me@db/budget")
     Traceback (most recent call last):
     ...
-    ValueError: a ledger is a file path or a postgresql:// URL; got a mysql:// URL.
+    dpkit.errors.InvalidArgumentError: a ledger is a file path or a postgresql:// URL; got a mysql:// URL.
     """
     if isinstance(target, str) and "://" in target:
         if target.lower().startswith(POSTGRES_SCHEMES):
             return PostgresLedger(target, budget=budget, timeout=timeout, filter=filter)
         scheme = target.split("://", 1)[0]
-        raise ValueError(f"a ledger is a file path or a postgresql:// URL; got a {scheme}:// URL.")
+        raise InvalidArgumentError(f"a ledger is a file path or a postgresql:// URL; got a {scheme}:// URL.")
     return SQLiteLedger(target, budget=budget, timeout=timeout, filter=filter)

@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from dpkit.accounting.items import PrivacyItem
-from dpkit.errors import LedgerError, UnsupportedError  # LedgerError lives in the error tree; re-exported
+# LedgerError lives in the error tree; re-exported
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError, LedgerError, UnsupportedError
 from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP, RenyiDP, WassersteinDP
 
 __all__ = [
@@ -171,7 +172,7 @@ def guarantee_to_record(guarantee: object) -> tuple[str, str]:
     ------
     UnsupportedError
         For ``WassersteinDP`` (not a DP budget) or a ``RenyiDP`` given by a callable curve.
-    TypeError
+    ArgumentTypeError
         For anything that is not a guarantee.
 
     Examples
@@ -204,7 +205,7 @@ def guarantee_to_record(guarantee: object) -> tuple[str, str]:
             "epsilons": [_num(e) for e in guarantee.epsilons],  # type: ignore[union-attr]
         }
     else:
-        raise TypeError(
+        raise ArgumentTypeError(
             "expected a guarantee (PureDP, ApproxDP, ZCDP, GaussianDP or finite RenyiDP); got "
             f"{type(guarantee).__name__}. For a mechanism, pass mechanism.guarantee."
         )
@@ -213,10 +214,10 @@ def guarantee_to_record(guarantee: object) -> tuple[str, str]:
 
 def _float(text: object) -> float:
     if not isinstance(text, str):
-        raise ValueError(f"expected a number written as a string; got {text!r}.")
+        raise InvalidArgumentError(f"expected a number written as a string; got {text!r}.")
     value = float(text)
     if math.isnan(value):
-        raise ValueError("NaN is not a valid privacy parameter.")
+        raise InvalidArgumentError("NaN is not a valid privacy parameter.")
     return value
 
 
@@ -248,7 +249,7 @@ def guarantee_from_record(type_name: str, params_json: str) -> Guarantee:
     try:
         p = json.loads(params_json)
         if not isinstance(p, dict):
-            raise ValueError("parameters must be a JSON object")
+            raise InvalidArgumentError("parameters must be a JSON object")
         if type_name == "PureDP":
             return PureDP(_float(p["epsilon"]))
         if type_name == "ApproxDP":

@@ -44,7 +44,7 @@ from typing import Any, Self, TypeVar
 from dpkit.accounting import Accountant
 from dpkit.accounting.items import ORDERS, PrivacyItem, as_item, item_from_json, item_to_json
 from dpkit.accounting.state import AccountingState
-from dpkit.errors import BudgetExceededError, UnsupportedError
+from dpkit.errors import ArgumentTypeError, BudgetExceededError, InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP, RenyiDP, WassersteinDP
 from dpkit.ledger._base import (
     Budget,
@@ -88,7 +88,7 @@ def now() -> str:
 def check_count(count: object) -> int:
     """``count`` if it is an ``int`` >= 1 (not a bool), else ValueError."""
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise ValueError(f"count must be an integer >= 1; got {count!r}.")
+        raise InvalidArgumentError(f"count must be an integer >= 1; got {count!r}.")
     return count
 
 
@@ -97,8 +97,8 @@ def check_budget(budget: object) -> Budget:
     if not isinstance(budget, (PureDP, ApproxDP, ZCDP, GaussianDP, RenyiDP)):
         if isinstance(budget, WassersteinDP):
             guarantee_to_record(budget)  # UnsupportedError: not privacy loss
-        raise TypeError(f"a ledger's budget must be PureDP, ApproxDP, ZCDP, GaussianDP or RenyiDP; got "
-                        f"{type(budget).__name__}.")
+        raise ArgumentTypeError(f"a ledger's budget must be PureDP, ApproxDP, ZCDP, GaussianDP or RenyiDP; got "
+                                f"{type(budget).__name__}.")
     guarantee_to_record(budget)  # UnsupportedError for what cannot be stored (a callable RenyiDP)
     Accountant(budget)  # the Accountant's own budget rules
     return budget
@@ -109,11 +109,11 @@ def check_filter(budget: Budget, spec: object) -> FilterSpec:
     if isinstance(spec, dict):
         if not all(isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
                    for k, v in spec.items()):
-            raise TypeError("filter must be 'auto', a filter kind, or a dict {kind: delta share}.")
+            raise ArgumentTypeError("filter must be 'auto', a filter kind, or a dict {kind: delta share}.")
         spec = {k: float(v) for k, v in spec.items()}
     elif not isinstance(spec, str):
-        raise TypeError(f"filter must be 'auto', a filter kind, or a dict {{kind: delta share}}; got "
-                        f"{type(spec).__name__}.")
+        raise ArgumentTypeError(f"filter must be 'auto', a filter kind, or a dict {{kind: delta share}}; got "
+                                f"{type(spec).__name__}.")
     Accountant(budget, adaptive=True, filter=spec)  # the filter set's own rules (ValueError, TypeError)
     if not isinstance(budget, ApproxDP):
         # only an ApproxDP budget has a choice of filters; fail for a bad kind all the same
@@ -155,11 +155,11 @@ def validate_spend(
 
     Raises
     ------
-    TypeError, ValueError, UnsupportedError
+    ArgumentTypeError, InvalidArgumentError, UnsupportedError
         For something that cannot be spent, a bad count, label or metadata.
     """
     if label is not None and not isinstance(label, str):
-        raise TypeError(f"label must be a str or None; got {type(label).__name__}.")
+        raise ArgumentTypeError(f"label must be a str or None; got {type(label).__name__}.")
     if isinstance(spend, (PureDP, ApproxDP, ZCDP, GaussianDP, RenyiDP)):
         record = guarantee_to_record(spend)  # UnsupportedError for a callable RenyiDP
     item = as_item(spend)
@@ -174,11 +174,11 @@ def validate_spend(
     n = check_count(count)
     text = item.label if label is None else label
     if metadata is not None and not isinstance(metadata, dict):
-        raise TypeError(f"metadata must be a dict or None; got {type(metadata).__name__}.")
+        raise ArgumentTypeError(f"metadata must be a dict or None; got {type(metadata).__name__}.")
     try:
         meta = None if metadata is None else json.dumps(metadata, sort_keys=True, allow_nan=False)
     except ValueError as exc:
-        raise ValueError(f"metadata must be JSON without NaN or infinity; {exc}.") from None
+        raise InvalidArgumentError(f"metadata must be JSON without NaN or infinity; {exc}.") from None
     return item, record, n, text, meta
 
 
@@ -302,7 +302,7 @@ class SQLLedger:
         stored_row = conn.execute(self._sql("SELECT type, params FROM {budget} WHERE id = 1")).fetchone()
         if stored_row is None:
             if budget is None:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"the ledger {self._where} is new and has no budget; pass budget=, e.g. "
                     f"{type(self).__name__}(..., budget=ApproxDP(epsilon=1.0, delta=1e-6)) (on the command line, "
                     "--budget-epsilon and --budget-delta)."
@@ -321,13 +321,13 @@ class SQLLedger:
         except (TypeError, ValueError) as exc:
             raise LedgerError(f"the budget stored in {self._where} is not a valid budget ({exc}).") from None
         if budget is not None and guarantee_to_record(budget) != (stored_row[0], stored_row[1]):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"budget {budget} does not match the budget {stored} stored in {self._where}; a ledger's "
                 "budget is fixed when it is created. Omit budget= to use the stored one, or name a new ledger."
             )
         self._filter = self._stored_filter(conn)
         if filter is not None and filter_to_text(check_filter(stored_budget, filter)) != filter_to_text(self._filter):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"filter {filter!r} does not match the filter {self._filter!r} stored in {self._where}; a ledger's "
                 "filter is fixed when it is created. Omit filter= to use the stored one, or name a new ledger."
             )
@@ -621,7 +621,7 @@ class SQLLedger:
         ------
         BudgetExceededError
             If it would not fit.
-        UnsupportedError, TypeError, ValueError
+        UnsupportedError, ArgumentTypeError, InvalidArgumentError
             As :meth:`reserve`.
 
         Examples
@@ -671,7 +671,7 @@ class SQLLedger:
         UnsupportedError
             For ``WassersteinDP``, a callable ``RenyiDP``, or a spend the budget's filter cannot
             account for (e.g. an (epsilon, delta) spend against a ZCDP budget).
-        TypeError, ValueError
+        ArgumentTypeError, InvalidArgumentError
             For something that cannot be spent, a bad ``count``, ``label`` or ``metadata``.
         LedgerUnavailableError
             If the ledger is read-only or stays locked past its timeout.
@@ -722,7 +722,7 @@ class SQLLedger:
 
     def _finish(self, reservation: object, target: str) -> None:
         if not isinstance(reservation, (Reservation, LedgerEntry)):
-            raise TypeError(f"expected a Reservation; got {type(reservation).__name__}.")
+            raise ArgumentTypeError(f"expected a Reservation; got {type(reservation).__name__}.")
         if reservation.ledger_id != self._ledger_id:
             raise LedgerError(
                 f"reservation {reservation.id} was issued by another ledger ({reservation.ledger_id}), not "
@@ -764,7 +764,7 @@ class SQLLedger:
         ------
         LedgerError
             If it was aborted, or belongs to another ledger.
-        TypeError
+        ArgumentTypeError
             If it is not a Reservation.
 
         Examples
@@ -790,7 +790,7 @@ class SQLLedger:
         ------
         LedgerError
             If it was committed (a committed spend is never returned), or belongs to another ledger.
-        TypeError
+        ArgumentTypeError
             If it is not a Reservation.
 
         Examples
@@ -846,7 +846,7 @@ class SQLLedger:
         except BaseException:
             try:
                 self.abort(reservation)
-            except Exception:  # noqa: BLE001 - the row stays 'reserved' and counts: the safe side
+            except LedgerError:  # the ledger cannot record the abort: the row stays 'reserved' and counts (safe)
                 pass
             raise
         self.commit(reservation)

@@ -56,7 +56,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
-from dpkit.errors import LedgerUnavailableError
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError, LedgerUnavailableError
 from dpkit.ledger._base import Budget, LedgerError
 from dpkit.ledger._core import LEGACY_FILTER, FilterSpec, SQLLedger, check_budget, filter_to_text, now
 
@@ -138,10 +138,10 @@ class PostgresLedger(SQLLedger):
 
     Raises
     ------
-    ValueError
+    InvalidArgumentError
         If a new ledger gets no budget, the budget differs from the stored one, or a timeout is
         not finite and positive.
-    TypeError
+    ArgumentTypeError
         If ``budget`` is not a budget guarantee or ``url`` not a str.
     UnsupportedError
         If ``budget`` is a ``WassersteinDP`` or a ``RenyiDP`` given by a callable curve.
@@ -167,11 +167,12 @@ class PostgresLedger(SQLLedger):
     def __init__(self, url: str, *, budget: Budget | None = None, timeout: float = 60.0,
                  connect_timeout: float = 10.0, filter: FilterSpec | None = None) -> None:
         if not isinstance(url, str):
-            raise TypeError(f"url must be a str such as 'postgresql://user@host/db'; got {type(url).__name__}.")
+            raise ArgumentTypeError(f"url must be a str such as 'postgresql://user@host/db'; got {type(url).__name__}.")
         for name, value, low in (("timeout", timeout, 0.0), ("connect_timeout", connect_timeout, 2.0)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not (low < value < math.inf
                                                                                        or value == low > 0):
-                raise ValueError(f"{name} must be finite and {'>= 2' if low else '> 0'} seconds; got {value!r}.")
+                raise InvalidArgumentError(
+                    f"{name} must be finite and {'>= 2' if low else '> 0'} seconds; got {value!r}.")
         if budget is not None:
             budget = check_budget(budget)
         self._closed = False

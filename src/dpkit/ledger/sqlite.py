@@ -49,7 +49,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from dpkit.errors import LedgerUnavailableError
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError, LedgerUnavailableError
 from dpkit.ledger._base import Budget, LedgerError
 from dpkit.ledger._core import LEGACY_FILTER, FilterSpec, SQLLedger, check_budget, filter_to_text, now
 
@@ -99,10 +99,10 @@ class SQLiteLedger(SQLLedger):
 
     Raises
     ------
-    ValueError
+    InvalidArgumentError
         If a new ledger gets no budget, the budget differs from the stored one, ``path`` is
         ``":memory:"`` or ``timeout`` is not finite and positive.
-    TypeError
+    ArgumentTypeError
         If ``budget`` is not a budget guarantee or ``path`` not a path.
     UnsupportedError
         If ``budget`` is a ``WassersteinDP`` or a ``RenyiDP`` given by a callable curve.
@@ -130,16 +130,16 @@ class SQLiteLedger(SQLLedger):
     def __init__(self, path: str | os.PathLike[str], *, budget: Budget | None = None, timeout: float = 60.0,
                  filter: FilterSpec | None = None) -> None:
         if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"path must be a str or os.PathLike; got {type(path).__name__}.")
+            raise ArgumentTypeError(f"path must be a str or os.PathLike; got {type(path).__name__}.")
         path_str = os.fspath(path)
         if not isinstance(path_str, str):
-            raise TypeError("path must be a text path, not bytes.")
+            raise ArgumentTypeError("path must be a text path, not bytes.")
         if path_str in ("", ":memory:") or path_str.startswith("file:"):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"path must name a file (a ledger must be durable and shareable); got {path_str!r}."
             )
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (0 < timeout < math.inf):
-            raise ValueError(f"timeout must be finite and > 0 seconds; got {timeout!r}.")
+            raise InvalidArgumentError(f"timeout must be finite and > 0 seconds; got {timeout!r}.")
         if budget is not None:
             budget = check_budget(budget)
         self._path = path_str

@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["Backend", "DuckDBBackend", "SparkBackend", "is_numeric_type"]
 
@@ -81,34 +84,37 @@ def _file_kind(p: Path) -> str:
     suffix = "".join(p.suffixes[-2:]).lower() if p.suffix.lower() == ".gz" else p.suffix.lower()
     kind = _KINDS.get(suffix)
     if kind is None:
-        raise ValueError(f"cannot tell the format of {str(p)!r} from its suffix; use .csv, .tsv, .parquet or .json "
+        raise InvalidArgumentError(
+            f"cannot tell the format of {str(p)!r} from its suffix; use .csv, .tsv, .parquet or .json "
                          "(or open it yourself and pass a DuckDB connection and table).")
     return kind
 
 
 def _require_schema(schema: dict[str, str] | None, p: Path, kind: str) -> dict[str, str]:
     if not schema:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{str(p)!r} is {kind.upper()}, whose column types would be guessed from the values, so one person's "
             "row (a '12.5' or an 'n/a') could change the schema that queries are checked against. Declare the "
             "types of the columns you aggregate: schema={'amount': 'DOUBLE', ...} (command line: --schema "
             "amount=DOUBLE); columns not declared are read as text. Values that do not convert become NULL.")
     if not isinstance(schema, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in schema.items()):
-        raise TypeError("schema must map column names to SQL type names, e.g. {'amount': 'DOUBLE'}.")
+        raise ArgumentTypeError("schema must map column names to SQL type names, e.g. {'amount': 'DOUBLE'}.")
     return schema
 
 
 def _type_sql(type_name: str, dialect: str) -> str:
     try:
         return exp.DataType.build(type_name, dialect="duckdb").sql(dialect=dialect)
-    except Exception:  # noqa: BLE001 - sqlglot raises several kinds for a bad type name
-        raise ValueError(f"{type_name!r} is not a SQL type name; use e.g. DOUBLE, BIGINT, VARCHAR, DATE.") from None
+    except (SqlglotError, ValueError):  # a ParseError/TokenError for a bad name, ValueError for a non-string
+        raise InvalidArgumentError(
+            f"{type_name!r} is not a SQL type name; use e.g. DOUBLE, BIGINT, VARCHAR, DATE.") from None
 
 
 def _check_declared(schema: dict[str, str], names: list[str], p: Path) -> dict[str, str]:
     unknown = [c for c in schema if c not in names]
     if unknown:
-        raise ValueError(f"schema declares {unknown}, which {str(p)!r} does not have; its columns are {names}.")
+        raise InvalidArgumentError(
+            f"schema declares {unknown}, which {str(p)!r} does not have; its columns are {names}.")
     return schema
 
 
@@ -121,9 +127,9 @@ def _csv_header(p: Path) -> list[str]:
     with opener(p, "rt", newline="", encoding="utf-8") as f:
         header = next(csv.reader(f, delimiter="\t" if ".tsv" in p.name.lower() else ","), None)
     if not header:
-        raise ValueError(f"{str(p)!r} has no header line naming its columns.")
+        raise InvalidArgumentError(f"{str(p)!r} has no header line naming its columns.")
     if len(set(header)) != len(header):
-        raise ValueError(f"{str(p)!r} repeats column names in its header: {header}.")
+        raise InvalidArgumentError(f"{str(p)!r} repeats column names in its header: {header}.")
     return header
 
 

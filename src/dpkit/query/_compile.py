@@ -42,6 +42,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
+from dpkit.errors import InvalidArgumentError
 from dpkit.query._spec import Join, QuerySpec
 
 __all__ = ["Compiled", "ValueColumn", "compile_query", "engine_sql", "join_equalities", "literal", "rows_source"]
@@ -51,7 +52,7 @@ def literal(value: object) -> str:
     """A SQL literal (DuckDB dialect) for a key value or a bound."""
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError(f"cannot use the non-finite value {value} in SQL.")
+            raise InvalidArgumentError(f"cannot use the non-finite value {value} in SQL.")
         return f"CAST({value!r} AS DOUBLE)"
     return exp.convert(value).sql(dialect="duckdb")
 
@@ -79,7 +80,7 @@ class ValueColumn:
     @property
     def mid(self) -> float:
         if self.lo is None or self.hi is None:
-            raise ValueError(f"{self.expr} has no clamping bounds.")
+            raise InvalidArgumentError(f"{self.expr} has no clamping bounds.")
         return self.lo / 2.0 + self.hi / 2.0
 
 

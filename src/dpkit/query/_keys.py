@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.errors import InvalidArgumentError
+
 __all__ = ["PublicKeys", "release_order"]
 
 
@@ -112,15 +114,15 @@ def build(backend: Any, names: list[str], types: list[str], keys: Any, *, dialec
                             f"FROM ({source}) AS s WHERE k{i} IS NOT NULL AND TRY_CAST(k{i} AS {type_name}) IS NULL "
                             f"LIMIT 3")
         if bad:
-            raise ValueError(f"the public keys of {key!r} do not convert to its type {type_name}: e.g. "
-                             f"{[r[0] for r in bad]}. Give values of that type (or text it converts from).")
+            raise InvalidArgumentError(f"the public keys of {key!r} do not convert to its type {type_name}: e.g. "
+                                       f"{[r[0] for r in bad]}. Give values of that type (or text it converts from).")
     cast = ", ".join(f"TRY_CAST(k{i} AS {t}) AS c{i}" for i, t in enumerate(types))
     group = ", ".join(f"c{i}" for i in range(width))
     backend.create_temp(relation, f"SELECT MIN(__idx) AS __idx, {group} FROM (SELECT __idx, {cast} FROM ({source}) AS s) "
                                   f"AS c GROUP BY {group}")
     count = int(backend.fetch(f"SELECT COUNT(*) FROM {relation}")[0][0])
     if count == 0:
-        raise ValueError("the list of public keys is empty.")
+        raise InvalidArgumentError("the list of public keys is empty.")
     made = PublicKeys(relation=relation, count=count, width=width, _fetch=backend.fetch_arrow,
                       _source=(names, types, keys, dialect))
     made_here[relation] = made

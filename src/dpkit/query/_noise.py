@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpkit.accounting.items import PrivacyItem, as_item, combine
-from dpkit.errors import UnsupportedError
+from dpkit.errors import InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ZCDP, ApproxDP, PureDP
 from dpkit.mechanisms import Exponential, Gaussian, Geometric, Laplace
 from dpkit.mechanisms.gaussian import bisect_sigma
@@ -98,7 +98,7 @@ class Measurement:
             if self.rho > 0.0:
                 return gaussian_for_rho(self.l2, self.rho, g)
             return gaussian_for_vector(self.l2, self.epsilon, self.delta, g)
-        raise ValueError(f"no mechanism for noise {self.noise!r}.")
+        raise InvalidArgumentError(f"no mechanism for noise {self.noise!r}.")
 
     def item(self) -> tuple[PrivacyItem, int]:
         """This vector's cost, from its mechanism, and how many times one unit pays it (K for quantiles,
@@ -190,7 +190,7 @@ def epsilon_for_rho(rho: float, build: Any, count: int = 1) -> float:
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if cost(mid) <= rho else (lo, mid)
     if lo == 0.0:
-        raise ValueError(f"no epsilon meets the zCDP share {rho!r}.")
+        raise InvalidArgumentError(f"no epsilon meets the zCDP share {rho!r}.")
     return lo
 
 
@@ -205,7 +205,7 @@ def gaussian_for_rho(l2: float, rho: float, dimension: int) -> Gaussian:
             return m
         # the grid's rounding adds to the sensitivity: scale sigma by the excess (rho ~ 1/sigma^2), and a little
         sigma *= math.sqrt(got / rho) * (1.0 + 1e-9)
-    raise ValueError(f"no Gaussian met the zCDP share {rho!r}.")  # pragma: no cover - the grid converges
+    raise InvalidArgumentError(f"no Gaussian met the zCDP share {rho!r}.")  # pragma: no cover - the grid converges
 
 
 @dataclass(frozen=True)
@@ -299,7 +299,7 @@ def selection_threshold(t: float, k: int, delta: float) -> tuple[int, float]:
     28
     """
     if not 0.0 < delta < 1.0:
-        raise ValueError(f"partition selection needs a delta share in (0, 1); got {delta}.")
+        raise InvalidArgumentError(f"partition selection needs a delta share in (0, 1); got {delta}.")
     log_a = -1.0 / t
     log_norm = math.log1p(math.exp(log_a))
     m = max(1, math.ceil(t * (math.log(k) - log_norm - math.log(delta))))
@@ -323,7 +323,7 @@ def gaussian_selection_threshold(sigma: float, k: int, delta: float) -> tuple[in
     True
     """
     if not 0.0 < delta < 1.0:
-        raise ValueError(f"partition selection needs a delta share in (0, 1); got {delta}.")
+        raise InvalidArgumentError(f"partition selection needs a delta share in (0, 1); got {delta}.")
     from dpkit.distributions.theta import log_theta
 
     log_norm = log_theta(sigma, 0.0)

@@ -35,7 +35,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError
 
-from dpkit.errors import UnsupportedError
+from dpkit.errors import InvalidArgumentError, UnsupportedError
 
 __all__ = ["STRUCTURAL", "allowed_function_names", "check_key_type", "parse_expression", "post_expression",
            "row_expression"]
@@ -182,7 +182,8 @@ def post_expression(node: exp.Expression, where: str, *, columns: set[str] | Non
                 raise _refuse(f"{sub.sql(dialect='duckdb')} in {where} names a table;",
                               "refer to the query's output columns.")
             if columns is not None and sub.name not in columns:
-                raise ValueError(f"{sub.name!r} in {where} is not a column of the result ({sorted(columns)}).")
+                raise InvalidArgumentError(
+                    f"{sub.name!r} in {where} is not a column of the result ({sorted(columns)}).")
     return node.sql(dialect="duckdb")
 
 
@@ -191,26 +192,26 @@ def parse_expression(text: object, where: str, *, dialect: str = "duckdb") -> ex
 
     Raises
     ------
-    ValueError
+    InvalidArgumentError
         If it does not parse, is empty, or holds more than one statement or expression.
     UnsupportedError
         If it is a statement (SELECT, INSERT, PRAGMA, ...) rather than an expression.
     """
     if not isinstance(text, str) or not text.strip():
-        raise ValueError(f"{where} must be a non-empty SQL expression; got {text!r}.")
+        raise InvalidArgumentError(f"{where} must be a non-empty SQL expression; got {text!r}.")
     try:
         parsed = [p for p in sqlglot.parse(text, read=dialect) if p is not None]
     except (ParseError, SqlglotError) as e:
-        raise ValueError(f"could not parse {where} as SQL: {e}") from None
+        raise InvalidArgumentError(f"could not parse {where} as SQL: {e}") from None
     if len(parsed) != 1:
-        raise ValueError(f"{where} must be one SQL expression; got {len(parsed)} statements.")
+        raise InvalidArgumentError(f"{where} must be one SQL expression; got {len(parsed)} statements.")
     node = parsed[0]
     if isinstance(node, (exp.Query, exp.Command, exp.DDL, exp.DML, exp.Pragma, exp.Set, exp.Use, exp.Transaction)) \
             or type(node).__name__ in {"Describe", "Copy", "Export", "Install", "Load"}:
         raise _refuse(f"{where} must be an expression, not a {type(node).__name__.upper()} statement;",
                       "write a row-level expression such as lower(region) or price * quantity.")
     if isinstance(node, exp.Alias):
-        raise ValueError(f"{where} must be an expression without an alias; got {text!r}.")
+        raise InvalidArgumentError(f"{where} must be an expression without an alias; got {text!r}.")
     if not isinstance(node, exp.Expression):
         raise _refuse(f"{where} ({text!r}) does not parse to an expression;",
                       "write a row-level expression such as lower(region) or price * quantity.")

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dpkit.errors import InvalidArgumentError
+
 __all__ = ["AGGREGATE_KINDS", "Aggregate", "Join", "Key", "Output", "PerUnit", "QuerySpec"]
 
 # kind -> (needs clamping bounds, its primitive noisy vectors)
@@ -67,11 +69,12 @@ class Aggregate:
 
     def __post_init__(self) -> None:
         if self.kind not in AGGREGATE_KINDS:
-            raise ValueError(f"unknown aggregate kind {self.kind!r}; expected one of {sorted(AGGREGATE_KINDS)}.")
+            raise InvalidArgumentError(
+                f"unknown aggregate kind {self.kind!r}; expected one of {sorted(AGGREGATE_KINDS)}.")
         if self.kind == "quantile" and (self.q is None or not 0.0 <= self.q <= 1.0):
-            raise ValueError(f"a quantile needs a level q in [0, 1]; got {self.q!r}.")
+            raise InvalidArgumentError(f"a quantile needs a level q in [0, 1]; got {self.q!r}.")
         if self.extreme not in (None, "min", "max"):
-            raise ValueError(f"extreme must be None, 'min' or 'max'; got {self.extreme!r}.")
+            raise InvalidArgumentError(f"extreme must be None, 'min' or 'max'; got {self.extreme!r}.")
 
     @property
     def needs_bounds(self) -> bool:
@@ -153,15 +156,17 @@ class QuerySpec:
 
     def __post_init__(self) -> None:
         if not self.aggregates:
-            raise ValueError("a DP query needs at least one aggregate (COUNT, SUM, AVG, ...).")
+            raise InvalidArgumentError("a DP query needs at least one aggregate (COUNT, SUM, AVG, ...).")
         names = [k.name for k in self.keys] + [a.name for a in self.aggregates]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
-            raise ValueError(f"output column names must be distinct; {dup} repeat. Give each an alias (AS name).")
+            raise InvalidArgumentError(
+                f"output column names must be distinct; {dup} repeat. Give each an alias (AS name).")
         outs = [o.name for o in self.outputs]
         dup = sorted({n for n in outs if outs.count(n) > 1})
         if dup:
-            raise ValueError(f"output column names must be distinct; {dup} repeat. Give each an alias (AS name).")
+            raise InvalidArgumentError(
+                f"output column names must be distinct; {dup} repeat. Give each an alias (AS name).")
         if not self.source_alias:
             object.__setattr__(self, "source_alias", self.table)
 

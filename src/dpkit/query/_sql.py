@@ -37,7 +37,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from dpkit.errors import UnsupportedError
+from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 from dpkit.query._policy import parse_expression, post_expression, row_expression
 from dpkit.query._spec import Aggregate, Join, Key, Output, PerUnit, QuerySpec
 
@@ -83,7 +83,7 @@ def _level(arg: exp.Expression | None, text: str) -> float:
         raise _refuse(f"the quantile level in {text} must be a number literal;", "write e.g. QUANTILE_CONT(x, 0.9).")
     q = float(arg.this)
     if not 0.0 <= q <= 1.0:
-        raise ValueError(f"the quantile level in {text} must be in [0, 1]; got {q}.")
+        raise InvalidArgumentError(f"the quantile level in {text} must be in [0, 1]; got {q}.")
     return q
 
 
@@ -112,10 +112,10 @@ class _Scope:
                 raise _refuse(f"{_sql(col)} selects whole rows;", "name the columns.")
             q = col.table.lower() if col.table else None
             if col.args.get("db") or col.args.get("catalog"):
-                raise ValueError(f"unknown table in {_sql(col)}: use {self.private!r} or a public table.")
+                raise InvalidArgumentError(f"unknown table in {_sql(col)}: use {self.private!r} or a public table.")
             if q is not None and q != self.private.lower() and q not in self.public:
-                raise ValueError(f"unknown table {col.table!r} in {_sql(col)}: this query reads "
-                                 f"{[self.private, *self.public]}.")
+                raise InvalidArgumentError(f"unknown table {col.table!r} in {_sql(col)}: this query reads "
+                                           f"{[self.private, *self.public]}.")
             if q == self.private.lower() or (q is None and col.name in self.columns):
                 if col.name not in self.columns:
                     unknown.append(col.name)
@@ -127,7 +127,8 @@ class _Scope:
             elif col.name not in self.public[q][1]:
                 unknown.append(f"{col.table}.{col.name}")
         if unknown:
-            raise ValueError(f"unknown column{'s' if len(unknown) > 1 else ''} {sorted(set(unknown))}; the table has "
+            raise InvalidArgumentError(
+                f"unknown column{'s' if len(unknown) > 1 else ''} {sorted(set(unknown))}; the table has "
                              f"{sorted(self.columns)}" + (f" and the public tables {sorted(self.public)}" if self.public
                                                          else "") + ".")
 
@@ -161,7 +162,7 @@ def _joins(tree: exp.Select, scope: _Scope, public_tables: Mapping[str, Collecti
         table = next(p for p in public_tables if p.lower() == name.lower())
         alias = target.alias or target.name
         if alias.lower() in scope.public or alias.lower() == scope.private.lower():
-            raise ValueError(f"the alias {alias!r} is used twice; give each table its own name.")
+            raise InvalidArgumentError(f"the alias {alias!r} is used twice; give each table its own name.")
         scope.public[alias.lower()] = (table, public_tables[table])
         if j.args.get("using"):
             cols = [u.name for u in j.args["using"]]
@@ -208,7 +209,7 @@ def _aggregate(node: exp.Expression, name: str, unit: str | None, scope: _Scope)
 
     def value(kind: str, v: exp.Expression | None, **kw: object) -> Aggregate:
         if v is None:
-            raise ValueError(f"{text} needs an argument.")
+            raise InvalidArgumentError(f"{text} needs an argument.")
         if isinstance(v, exp.Distinct):
             raise _refuse(f"{kind.upper()}(DISTINCT ...) is not supported;", "aggregate the values without DISTINCT.")
         scope.check(v)
@@ -279,7 +280,7 @@ class _Outer:
             return self.aggregates[text].name
         name = name if name is not None and name not in self.names else text
         if name in self.names:
-            raise ValueError(f"the output name {name!r} is used twice; give each output its own alias.")
+            raise InvalidArgumentError(f"the output name {name!r} is used twice; give each output its own alias.")
         self.aggregates[text] = _aggregate(node, name, self.unit, self.scope)
         self.names.add(name)
         return name
@@ -379,11 +380,11 @@ def _monotone_of(node: exp.Expression, aggregates: set[str], keys: set[str]) -> 
 # ---------------------------------------------------------------------------------------------- the query
 def _select(text: str, dialect: str) -> exp.Select:
     if not isinstance(text, str) or not text.strip():
-        raise ValueError("the query is empty; write e.g. SELECT category, COUNT(*) FROM t GROUP BY category.")
+        raise InvalidArgumentError("the query is empty; write e.g. SELECT category, COUNT(*) FROM t GROUP BY category.")
     try:
         statements = [s for s in sqlglot.parse(text, read=dialect) if s is not None]
     except ParseError as e:
-        raise ValueError(f"could not parse the SQL: {e}") from None
+        raise InvalidArgumentError(f"could not parse the SQL: {e}") from None
     if len(statements) != 1:
         raise _refuse(f"expected one SQL statement, got {len(statements)};", "send one SELECT at a time.")
     tree = statements[0]
@@ -428,7 +429,7 @@ def _private_table(src: exp.Expression, table: str) -> str:
         raise _refuse(f"FROM must name the session's table {table!r}; got {_sql(src)}.",
                       "the data source is fixed when the session is opened.")
     if src.args.get("db") or src.args.get("catalog") or src.name.lower() != table.lower():
-        raise ValueError(f"unknown table {src.name!r}: this session's table is {table!r}.")
+        raise InvalidArgumentError(f"unknown table {src.name!r}: this session's table is {table!r}.")
     return src.alias or src.name
 
 
@@ -450,7 +451,7 @@ def _group_keys(
         if isinstance(g, exp.Literal) and not g.is_string:  # GROUP BY 1
             i = int(g.this) - 1
             if not 0 <= i < len(tree.expressions):
-                raise ValueError(f"GROUP BY {g.this} is out of range.")
+                raise InvalidArgumentError(f"GROUP BY {g.this} is out of range.")
             item = tree.expressions[i]
             name, g = _output_name(item), (item.this if isinstance(item, exp.Alias) else item)
         elif isinstance(g, exp.Column) and not g.table and g.name in aliases and g.name not in table_columns:
@@ -468,7 +469,7 @@ def _group_keys(
         out.append((name, row_expression(g, "GROUP BY"), g))
     names = [n for n, _, _ in out]
     if len(set(names)) != len(names):
-        raise ValueError(f"GROUP BY keys {names} repeat an output name; give each key its own alias.")
+        raise InvalidArgumentError(f"GROUP BY keys {names} repeat an output name; give each key its own alias.")
     return out
 
 
@@ -549,7 +550,8 @@ def _per_unit(sub: exp.Select, alias: str, *, table: str, unit: str, table_colum
             continue
         name = _output_name(item)
         if name in outputs:
-            raise ValueError(f"the per-unit subquery repeats the column name {name!r}; give each its own alias.")
+            raise InvalidArgumentError(
+                f"the per-unit subquery repeats the column name {name!r}; give each its own alias.")
         expr = inner(node, f"the per-unit value {name}")
         values.append(Key(name=name, expr=row_expression(expr, f"the per-unit value {name}")))
         outputs.append(name)
@@ -661,7 +663,8 @@ def parse_sql(text: str, *, table: str, privacy_unit: str, dialect: str = "duckd
         name = _output_name(item)
         node = item.this if isinstance(item, exp.Alias) else item
         if name in post_of:
-            raise ValueError(f"output column names must be distinct; {name!r} repeats. Give each an alias (AS name).")
+            raise InvalidArgumentError(
+                f"output column names must be distinct; {name!r} repeats. Give each an alias (AS name).")
         if _is_agg(node):
             agg = outer.measure(node, name)
             tree_: exp.Expression = exp.column(agg, quoted=True)
@@ -686,7 +689,7 @@ def parse_sql(text: str, *, table: str, privacy_unit: str, dialect: str = "duckd
             if isinstance(target, exp.Literal) and not target.is_string:
                 idx = int(target.this) - 1
                 if not 0 <= idx < len(names):
-                    raise ValueError(f"ORDER BY {target.this} is out of range.")
+                    raise InvalidArgumentError(f"ORDER BY {target.this} is out of range.")
                 target = exp.column(names[idx])
             try:
                 post = outer.post(target, f"ORDER BY {_sql(target)}", post_of)
@@ -698,7 +701,7 @@ def parse_sql(text: str, *, table: str, privacy_unit: str, dialect: str = "duckd
     if tree.args.get("limit") is not None:
         lim = tree.args["limit"].expression
         if not isinstance(lim, exp.Literal) or lim.is_string or int(lim.this) < 0:
-            raise ValueError("LIMIT must be a non-negative integer literal.")
+            raise InvalidArgumentError("LIMIT must be a non-negative integer literal.")
         limit = int(lim.this)
 
     aggregates = tuple(outer.aggregates.values())
@@ -735,15 +738,15 @@ def validate_spec(spec: QuerySpec, *, table: str, privacy_unit: str, table_colum
 
     Raises
     ------
-    TypeError
+    ArgumentTypeError
         If ``spec`` is not a QuerySpec or holds parts of the wrong type.
-    ValueError, UnsupportedError
+    InvalidArgumentError, UnsupportedError
         As :func:`parse_sql`, for the same faults.
     """
     if not isinstance(spec, QuerySpec):
-        raise TypeError(f"expected SQL text or a QuerySpec; got {type(spec).__name__}.")
+        raise ArgumentTypeError(f"expected SQL text or a QuerySpec; got {type(spec).__name__}.")
     if not isinstance(spec.table, str) or spec.table.lower() != table.lower():
-        raise ValueError(f"unknown table {spec.table!r}: this session's table is {table!r}.")
+        raise InvalidArgumentError(f"unknown table {spec.table!r}: this session's table is {table!r}.")
     public = dict(public_tables or {})
     cols = tuple(table_columns) if table_columns else None
 
@@ -769,7 +772,7 @@ def validate_spec(spec: QuerySpec, *, table: str, privacy_unit: str, table_colum
     if spec.per_unit is not None:
         pu = spec.per_unit
         if not isinstance(pu, PerUnit):
-            raise TypeError(f"per_unit must be a PerUnit; got {type(pu).__name__}.")
+            raise ArgumentTypeError(f"per_unit must be a PerUnit; got {type(pu).__name__}.")
         inner = _Scope(private=pu.source_alias, columns=cols if cols is not None else _AnyColumns())
         inner_joins = checked_joins(pu.joins, inner)
 
@@ -815,7 +818,7 @@ def validate_spec(spec: QuerySpec, *, table: str, privacy_unit: str, table_colum
     keys_out = []
     for k in spec.keys:
         if not isinstance(k, Key) or not isinstance(k.name, str) or not k.name:
-            raise TypeError(f"group keys must be Key(name, expr) with a non-empty name; got {k!r}.")
+            raise ArgumentTypeError(f"group keys must be Key(name, expr) with a non-empty name; got {k!r}.")
         sql, node = expression(k.expr, f"the group key {k.name!r}")
         if scope.is_unit(node, privacy_unit):
             raise _refuse(f"grouping by the privacy unit {privacy_unit!r} would release one group per unit;",
@@ -824,10 +827,10 @@ def validate_spec(spec: QuerySpec, *, table: str, privacy_unit: str, table_colum
     aggregates = []
     for a in spec.aggregates:
         if not isinstance(a, Aggregate) or not isinstance(a.name, str) or not a.name:
-            raise TypeError(f"aggregates must be Aggregate(kind, name, ...) with a non-empty name; got {a!r}.")
+            raise ArgumentTypeError(f"aggregates must be Aggregate(kind, name, ...) with a non-empty name; got {a!r}.")
         if a.kind in ("count", "count_units"):
             if a.expr is not None:
-                raise ValueError(f"{a.name}: a {a.kind} aggregate takes no expression; got {a.expr!r}.")
+                raise InvalidArgumentError(f"{a.name}: a {a.kind} aggregate takes no expression; got {a.expr!r}.")
             if a.kind == "count_units":
                 scope.seen.add(privacy_unit)
             aggregates.append(Aggregate(a.kind, a.name, q=a.q, sample=a.sample))
@@ -844,7 +847,7 @@ def validate_spec(spec: QuerySpec, *, table: str, privacy_unit: str, table_colum
     outputs = []
     for o in spec.outputs:
         if not isinstance(o, Output):
-            raise TypeError(f"outputs must be Output(...); got {o!r}.")
+            raise ArgumentTypeError(f"outputs must be Output(...); got {o!r}.")
         node = parse_expression(o.expr, f"the output {o.name}")
         expr = post_expression(node, f"the output {o.name}", columns=result_columns)
         bare = _bare(node)
@@ -862,7 +865,7 @@ def validate_spec(spec: QuerySpec, *, table: str, privacy_unit: str, table_colum
     order = []
     for label, desc in spec.order_by:
         if not isinstance(desc, bool):
-            raise TypeError(f"ORDER BY direction must be a bool (descending); got {desc!r}.")
+            raise ArgumentTypeError(f"ORDER BY direction must be a bool (descending); got {desc!r}.")
         if label in out_names and label not in out_trees:
             node = exp.column(label, quoted=True)
         else:
@@ -877,7 +880,7 @@ def validate_spec(spec: QuerySpec, *, table: str, privacy_unit: str, table_colum
             raise _refuse(f"ORDER BY {label} does not name an output column;",
                           f"order by one of {out_names} (it sorts the noisy result).") from None
     if spec.limit is not None and (isinstance(spec.limit, bool) or not isinstance(spec.limit, int) or spec.limit < 0):
-        raise ValueError(f"LIMIT must be a non-negative integer; got {spec.limit!r}.")
+        raise InvalidArgumentError(f"LIMIT must be a non-negative integer; got {spec.limit!r}.")
     seen = private_seen if per_unit is not None else scope.seen
     return QuerySpec(table=table, keys=tuple(keys_out), aggregates=tuple(aggregates), where=where,
                      order_by=tuple(order), limit=spec.limit, text=str(spec.text), columns=tuple(sorted(seen)),

@@ -50,7 +50,7 @@ from collections.abc import Callable
 import numpy as np
 from sqlglot import exp as _exp
 
-from dpkit.errors import DataDependentFailure, UnsupportedError
+from dpkit.errors import ArgumentTypeError, DataDependentFailure, InvalidArgumentError, UnsupportedError
 from dpkit.accounting.items import PrivacyItem
 from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP
 from dpkit.ledger import Ledger, SQLiteLedger, open_ledger
@@ -260,7 +260,7 @@ class Session:
             self._public[name] = (relation, self._backend.schema_of(relation))
         if isinstance(ledger, Ledger):
             if budget is not None and budget != ledger.budget:
-                raise ValueError(f"the ledger's budget is {ledger.budget}; got budget={budget}.")
+                raise InvalidArgumentError(f"the ledger's budget is {ledger.budget}; got budget={budget}.")
             self.ledger: Ledger = ledger
         else:
             new_file = "://" not in str(ledger) and not Path(ledger).exists()
@@ -272,14 +272,15 @@ class Session:
     def _open(data: Any, *, table: str, engine: str | None, spark: Any,
               schema: dict[str, str] | None) -> DuckDBBackend | SparkBackend:
         if engine not in (None, "duckdb", "spark"):
-            raise ValueError(f"engine must be 'duckdb' or 'spark'; got {engine!r}.")
+            raise InvalidArgumentError(f"engine must be 'duckdb' or 'spark'; got {engine!r}.")
         module = type(data).__module__
         if schema is not None and not isinstance(data, (str, os.PathLike)):
-            raise ValueError("schema= declares the types of a CSV, JSON or Parquet file; a dataframe or a table "
+            raise InvalidArgumentError(
+                "schema= declares the types of a CSV, JSON or Parquet file; a dataframe or a table "
                              "already has its own types (convert them there, e.g. pandas.read_csv(dtype=...)).")
         if module.startswith("pyspark"):
             if engine == "duckdb":
-                raise ValueError("a Spark DataFrame runs on Spark; drop engine='duckdb'.")
+                raise InvalidArgumentError("a Spark DataFrame runs on Spark; drop engine='duckdb'.")
             return SparkBackend.from_dataframe(data)
         if module.startswith(("duckdb", "_duckdb")) or type(data).__name__ == "DuckDBPyConnection":
             return DuckDBBackend.from_connection(data, table)
@@ -295,7 +296,8 @@ class Session:
             return SparkBackend.from_table(spark, table)
         if any(module.startswith(m) for m in ("pandas", "polars", "pyarrow")):
             return DuckDBBackend.from_dataframe(data)
-        raise TypeError(f"cannot read a table from {type(data).__name__}; pass a file path, a pandas/Polars/Arrow "
+        raise ArgumentTypeError(
+            f"cannot read a table from {type(data).__name__}; pass a file path, a pandas/Polars/Arrow "
                         "dataframe, a DuckDB connection with table=, or a Spark DataFrame.")
 
     @classmethod
@@ -342,9 +344,10 @@ class Session:
         budget = self.ledger.budget
         given = [n for n, v in (("epsilon", epsilon), ("rho", rho), ("accuracy", accuracy)) if v is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one of epsilon (the cost), rho (a zCDP cost) or accuracy (target "
-                             f"half-widths, from which the smallest epsilon that meets them is computed); got "
-                             f"{' and '.join(given) if given else 'none'}.")
+            raise InvalidArgumentError(
+                "give exactly one of epsilon (the cost), rho (a zCDP cost) or accuracy (target "
+                f"half-widths, from which the smallest epsilon that meets them is computed); got "
+                f"{' and '.join(given) if given else 'none'}.")
         r = 0.0
         if rho is not None:
             r = _check_budget_number("rho", rho, allow_zero=False)
@@ -355,12 +358,13 @@ class Session:
                        else "zCDP implies no Gaussian-DP bound")
                     + "). Give epsilon= (Laplace noise) instead, or use a ZCDP or ApproxDP budget.")
             if delta:
-                raise ValueError("a query given rho= has no delta of its own; drop delta= (its (epsilon, delta) "
+                raise InvalidArgumentError(
+                    "a query given rho= has no delta of its own; drop delta= (its (epsilon, delta) "
                                  "follows from the budget's conversion).")
         eps = _check_budget_number("epsilon", epsilon if epsilon is not None else 1.0, allow_zero=False)
         dl = _check_budget_number("delta", delta, allow_zero=True)
         if dl >= 1.0:
-            raise ValueError(f"delta must be < 1; got {delta!r}.")
+            raise InvalidArgumentError(f"delta must be < 1; got {delta!r}.")
         buckets = _check_int("quantile_buckets", quantile_buckets)
         if noise is None:  # Gaussian noise where the cost is zCDP; Laplace (pure, or (eps, delta)) otherwise
             noise = "gaussian" if r > 0.0 or (isinstance(budget, ZCDP) and dl > 0.0) else "laplace"
@@ -370,12 +374,12 @@ class Session:
                 f"by a Gaussian-DP (mu) bound, so a {budget} budget cannot be charged for it. Use Laplace noise "
                 "(noise='laplace'; its mu follows from pure DP), or a ZCDP budget for Gaussian answers.")
         if noise not in ("laplace", "gaussian"):
-            raise ValueError(f"noise must be 'laplace' or 'gaussian'; got {noise!r}.")
+            raise InvalidArgumentError(f"noise must be 'laplace' or 'gaussian'; got {noise!r}.")
         selection = noise if selection is None else selection
         if selection not in ("laplace", "gaussian"):
-            raise ValueError(f"selection must be 'laplace' or 'gaussian'; got {selection!r}.")
+            raise InvalidArgumentError(f"selection must be 'laplace' or 'gaussian'; got {selection!r}.")
         if partition_order not in ("hash", "md5"):
-            raise ValueError(f"partition_order must be 'hash' or 'md5'; got {partition_order!r}.")
+            raise InvalidArgumentError(f"partition_order must be 'hash' or 'md5'; got {partition_order!r}.")
         public_columns = {name: list(schema) for name, (_, schema) in self._public.items()}
         if not isinstance(query, QuerySpec):
             query = parse_sql(query, table=self.table, privacy_unit=self.privacy_unit, dialect=dialect,
@@ -385,8 +389,8 @@ class Session:
                              public_tables=public_columns)
         missing = [c for c in spec.columns if c not in self._schema]
         if missing:
-            raise ValueError(f"unknown column{'s' if len(missing) > 1 else ''} {missing}; the table has "
-                             f"{sorted(self._schema)}.")
+            raise InvalidArgumentError(f"unknown column{'s' if len(missing) > 1 else ''} {missing}; the table has "
+                                       f"{sorted(self._schema)}.")
         self._check_joins(spec)
         k_max, l_max = self._contribution_bounds(spec, max_partitions, max_rows, keys)
         values = self._values(spec, bounds or {})
@@ -488,8 +492,8 @@ class Session:
         try:
             return self._backend.describe(engine_sql(f"SELECT {cols} FROM {source}", self._backend.dialect))
         except Exception as exc:  # noqa: BLE001 - binding reads no row, so the engine's message is safe to show
-            raise ValueError(f"the {self.engine} engine cannot evaluate {exprs} on this table "
-                             f"({type(exc).__name__}): {str(exc).strip()} Nothing was spent.") from None
+            raise InvalidArgumentError(f"the {self.engine} engine cannot evaluate {exprs} on this table "
+                                       f"({type(exc).__name__}): {str(exc).strip()} Nothing was spent.") from None
 
     def _check_joins(self, spec: QuerySpec) -> None:
         """Refuse a join whose public columns are not a unique key of the public table (read from the public
@@ -499,7 +503,8 @@ class Session:
             relation, schema = self._public[j.table]
             missing = [c for c in j.keys if c not in schema]
             if missing:
-                raise ValueError(f"the public table {j.table!r} has no column {missing}; it has {sorted(schema)}.")
+                raise InvalidArgumentError(
+                    f"the public table {j.table!r} has no column {missing}; it has {sorted(schema)}.")
             pairs, _ = join_equalities(j.on)
             if pairs:  # an equality of two types would be cast on every row, and a cast can fail on one row
                 types = self._types([side for pair in pairs for side in pair], spec)
@@ -525,21 +530,23 @@ class Session:
         """The smallest epsilon (to 1e-6 relative, rounded up) whose split gives every named aggregate cells
         no wider than its target half-width at ``confidence``; half-widths shrink as epsilon grows."""
         if not isinstance(accuracy, dict) or not accuracy:
-            raise TypeError("accuracy must map output names to target half-widths, e.g. {'n': 10}.")
+            raise ArgumentTypeError("accuracy must map output names to target half-widths, e.g. {'n': 10}.")
         probe = split_at(1.0)
         kinds: dict[str, list[str]] = {m.aggregate: [] for m in probe.measurements}
         for m in probe.measurements:
             kinds[m.aggregate].append(m.primitive)
         for name, target in accuracy.items():
             if name not in kinds:
-                raise ValueError(f"accuracy names {name!r}, which is not a measured aggregate ({sorted(kinds)}).")
+                raise InvalidArgumentError(
+                    f"accuracy names {name!r}, which is not a measured aggregate ({sorted(kinds)}).")
             if len(kinds[name]) != 1 or kinds[name][0] == "histogram":
                 raise UnsupportedError(
                     f"a target accuracy for {name!r} cannot be met before the data is read: its error depends on a "
                     "noisy count (AVG, VARIANCE) or is in ranks (quantiles). Give targets for counts and sums.")
             if isinstance(target, bool) or not isinstance(target, (int, float)) or not target > 0 or \
                     not math.isfinite(target):
-                raise ValueError(f"the target half-width of {name!r} must be a finite number > 0; got {target!r}.")
+                raise InvalidArgumentError(
+                    f"the target half-width of {name!r} must be a finite number > 0; got {target!r}.")
 
         def meets(e: float) -> bool:
             sp = split_at(e)
@@ -550,7 +557,8 @@ class Session:
         while not meets(hi):
             lo, hi = hi, hi * 4.0
             if hi > 1e6:
-                raise ValueError(f"no epsilon up to 1e6 meets the accuracy {accuracy}; ask for wider half-widths.")
+                raise InvalidArgumentError(
+                    f"no epsilon up to 1e6 meets the accuracy {accuracy}; ask for wider half-widths.")
         while hi - lo > 1e-6 * hi:
             mid = math.sqrt(lo * hi)
             lo, hi = (lo, mid) if meets(mid) else (mid, hi)
@@ -564,7 +572,7 @@ class Session:
         rows = max_rows if max_rows is not None else self.max_rows
         if k is None:
             if spec.keys:
-                raise ValueError(
+                raise InvalidArgumentError(
                     "max_partitions is required for a GROUP BY query: the number of groups one unit may contribute "
                     "to (a unit in more groups keeps that many, chosen at random). Pass max_partitions= (command line "
                     "--max-partitions), or set it for every query with Session(..., max_partitions=...).")
@@ -579,7 +587,7 @@ class Session:
                 _check_int("max_rows", max_rows)
             return k, 1
         if rows is None:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "max_rows is required: the number of rows one unit may contribute to one group (beyond it the "
                 "unit's contribution is scaled down), so that e.g. COUNT(*) counts rows, not units. Pass "
                 "max_rows= (command line --max-rows), or set it for every query with Session(..., max_rows=...). "
@@ -606,7 +614,7 @@ class Session:
 
     def _values(self, spec: QuerySpec, bounds: dict[str, tuple[float, float]]) -> dict[str, ValueColumn]:
         if not isinstance(bounds, dict):
-            raise TypeError("bounds must be a dict mapping a column (or output name) to (lo, hi).")
+            raise ArgumentTypeError("bounds must be a dict mapping a column (or output name) to (lo, hi).")
         known = set(self._schema) | {a.name for a in spec.aggregates} | {a.column for a in spec.aggregates if a.column}
         if spec.per_unit is not None:
             known |= {v.name for v in spec.per_unit.values} | {k.name for k in spec.per_unit.keys}
@@ -614,7 +622,8 @@ class Session:
             known |= set(schema)
         unknown = [b for b in bounds if b not in known]
         if unknown:
-            raise ValueError(f"bounds given for {unknown}, which is neither a column of the table nor an output "
+            raise InvalidArgumentError(
+                f"bounds given for {unknown}, which is neither a column of the table nor an output "
                              f"name of the query.")
         with_values = [a for a in spec.aggregates if a.expr is not None]
         types = self._types([a.expr for a in with_values if a.expr is not None], spec)
@@ -626,15 +635,15 @@ class Session:
             lo = hi = None
             if agg.needs_bounds:
                 if not numeric and temporal is None:
-                    raise ValueError(f"{agg.name}: {agg.expr} has type {type_name}, not a number"
-                                     + ("" if agg.kind != "quantile" else " (nor a date or timestamp)")
-                                     + f"; {agg.kind} needs numeric values.")
+                    raise InvalidArgumentError(f"{agg.name}: {agg.expr} has type {type_name}, not a number"
+                                               + ("" if agg.kind != "quantile" else " (nor a date or timestamp)")
+                                               + f"; {agg.kind} needs numeric values.")
                 key = agg.name if agg.name in bounds else agg.column
                 if key is None or key not in bounds:
-                    raise ValueError(f"{agg.name} needs clamping bounds for {agg.expr}: "
-                                     + _BOUNDS_HINT.format(name=agg.column or agg.name)
-                                     + ". dpkit never derives them from the data, which would leak it"
-                                     + " (Session.bounds(...) estimates them with differential privacy).")
+                    raise InvalidArgumentError(f"{agg.name} needs clamping bounds for {agg.expr}: "
+                                               + _BOUNDS_HINT.format(name=agg.column or agg.name)
+                                               + ". dpkit never derives them from the data, which would leak it"
+                                               + " (Session.bounds(...) estimates them with differential privacy).")
                 lo, hi = _check_bounds(key, bounds[key], temporal)
             distinct = agg.kind == "count_distinct"
             ident = (agg.expr, lo, hi, numeric, temporal, distinct)
@@ -650,19 +659,21 @@ class Session:
         if keys is None:
             return None
         if not spec.keys:
-            raise ValueError("keys were given but the query has no GROUP BY.")
+            raise InvalidArgumentError("keys were given but the query has no GROUP BY.")
         import pyarrow as pa
 
         names = [k.name for k in spec.keys]
         if isinstance(keys, str):
             if keys not in self._public:
-                raise TypeError(f"keys={keys!r} is a string: give a dict {{key: [values]}}, a list of key tuples, a "
+                raise ArgumentTypeError(
+                    f"keys={keys!r} is a string: give a dict {{key: [values]}}, a list of key tuples, a "
                                 f"dataframe, or the name of a public table ({sorted(self._public)}); for one key "
                                 f"value write keys={{{names[0]!r}: [{keys!r}]}}.")
             relation, schema = self._public[keys]
             missing = [n for n in names if n not in schema]
             if missing:
-                raise ValueError(f"the public table {keys!r} has no column {missing} for the group keys {names}.")
+                raise InvalidArgumentError(
+                    f"the public table {keys!r} has no column {missing} for the group keys {names}.")
             cols = ", ".join(f"{exp_column(n)} AS k{i}" for i, n in enumerate(names))
             keys = self._backend.fetch_arrow(engine_sql(
                 f"SELECT DISTINCT {cols} FROM {relation} ORDER BY {', '.join(f'k{i}' for i in range(len(names)))}",
@@ -671,46 +682,48 @@ class Session:
             columns = list(getattr(keys, "columns", None) or getattr(keys, "column_names", []))
             missing = [n for n in names if n not in columns]
             if missing:
-                raise ValueError(f"the keys dataframe has no column {missing} for the group keys {names}.")
+                raise InvalidArgumentError(f"the keys dataframe has no column {missing} for the group keys {names}.")
             table = keys if isinstance(keys, pa.Table) else (keys.to_arrow() if hasattr(keys, "to_arrow")
                                                              else pa.Table.from_pandas(keys, preserve_index=False))
             keys = pa.table({f"k{i}": table.column(n) for i, n in enumerate(names)})
         elif isinstance(keys, dict):
             extra = [k for k in keys if k not in names and k not in {key.expr for key in spec.keys}]
             if extra:
-                raise ValueError(f"keys given for {extra}, which are not group keys of the query ({names}).")
+                raise InvalidArgumentError(f"keys given for {extra}, which are not group keys of the query ({names}).")
             lists: dict[str, list[Any]] = {}
             for key in spec.keys:
                 vals = keys.get(key.name, keys.get(key.expr))
                 if vals is None:
-                    raise ValueError(f"no public keys given for the group key {key.name!r}; give all of {names} "
+                    raise InvalidArgumentError(
+                        f"no public keys given for the group key {key.name!r}; give all of {names} "
                                      "or none (then partitions are selected privately).")
                 if isinstance(vals, (str, bytes)):
-                    raise TypeError(f"the public keys of {key.name!r} must be a list of values; got the string "
-                                    f"{vals!r} (write [{vals!r}] for one value).")
+                    raise ArgumentTypeError(f"the public keys of {key.name!r} must be a list of values; got the string "
+                                            f"{vals!r} (write [{vals!r}] for one value).")
                 lists[key.name] = list(vals)
                 if not lists[key.name]:
-                    raise ValueError("the list of public keys is empty.")
+                    raise InvalidArgumentError("the list of public keys is empty.")
             keys = lists
         else:
             if isinstance(keys, (str, bytes)) or not hasattr(keys, "__iter__"):
-                raise TypeError(f"keys must be a dict, a list of key tuples, a dataframe or a public table's name; "
+                raise ArgumentTypeError(
+                    f"keys must be a dict, a list of key tuples, a dataframe or a public table's name; "
                                 f"got {type(keys).__name__}.")
             rows = [tuple(r) if isinstance(r, (tuple, list)) else (r,) for r in keys]
             if any(len(r) != len(names) for r in rows):
-                raise ValueError(f"each public key must have {len(names)} values ({names}).")
+                raise InvalidArgumentError(f"each public key must have {len(names)} values ({names}).")
             if not rows:
-                raise ValueError("the list of public keys is empty.")
+                raise InvalidArgumentError("the list of public keys is empty.")
             keys = rows
         if isinstance(keys, pa.Table) and keys.num_rows == 0:
-            raise ValueError("the list of public keys is empty.")
+            raise InvalidArgumentError("the list of public keys is empty.")
         try:
             return build_public_keys(self._backend, names, types, keys, dialect=self._backend.dialect)
         except ValueError:
             raise
         except Exception as exc:  # noqa: BLE001 - public values only: the engine's message is safe to show
-            raise ValueError(f"the public keys do not convert to the group keys' types {types}: "
-                             f"{type(exc).__name__}: {str(exc).strip()}") from None
+            raise InvalidArgumentError(f"the public keys do not convert to the group keys' types {types}: "
+                                       f"{type(exc).__name__}: {str(exc).strip()}") from None
 
     @staticmethod
     def _split(spec: QuerySpec, values: dict[str, ValueColumn], eps: float, dl: float, k: int, l_max: int,
@@ -729,16 +742,16 @@ class Session:
             unknown = [p for p in weights if p not in parts]
             missing = [p for p in parts if p not in weights]
             if unknown or missing:
-                raise ValueError(f"split must give a share to each of {parts}"
-                                 + (f"; unknown {unknown}" if unknown else "")
-                                 + (f"; missing {missing}" if missing else ""))
+                raise InvalidArgumentError(f"split must give a share to each of {parts}"
+                                           + (f"; unknown {unknown}" if unknown else "")
+                                           + (f"; missing {missing}" if missing else ""))
             try:
                 w = {p: float(weights[p]) for p in parts}
             except (TypeError, ValueError):
-                raise ValueError(f"split shares must be numbers; got {weights}.") from None
+                raise InvalidArgumentError(f"split shares must be numbers; got {weights}.") from None
             total = math.fsum(w.values())
             if any(not (x > 0 and math.isfinite(x)) for x in w.values()) or abs(total - 1.0) > 1e-9:
-                raise ValueError(f"split shares must be > 0 and sum to 1; got {weights} (sum {total!r}).")
+                raise InvalidArgumentError(f"split shares must be > 0 and sum to 1; got {weights} (sum {total!r}).")
             # shares that sum to 1 up to rounding are read as fractions of their sum, so that however they
             # round, the parts never add up to more than the query's (epsilon, delta)
             w = {p: x / total for p, x in w.items()}
@@ -748,7 +761,7 @@ class Session:
         needs_delta = (["partition_selection"] if select else []) + (
             [a.name for a in spec.aggregates if a.kind != "quantile"] if noise == "gaussian" else [])
         if needs_delta and dl == 0.0:
-            raise ValueError("noise='gaussian' needs delta > 0.")
+            raise InvalidArgumentError("noise='gaussian' needs delta > 0.")
         d_share = {p: (dl * w[p] / math.fsum(w[q] for q in needs_delta) if p in needs_delta else 0.0) for p in parts}
         measurements: list[Measurement] = []
         for agg in spec.aggregates:
@@ -770,7 +783,7 @@ class Session:
                     column = "__units"
                 kind = "gaussian" if noise == "gaussian" else ("geometric" if p in INTEGER_PRIMITIVES else "laplace")
                 if bound == 0:
-                    raise ValueError(f"{agg.name}: the clamping bounds give sensitivity 0; widen them.")
+                    raise InvalidArgumentError(f"{agg.name}: the clamping bounds give sensitivity 0; widen them.")
                 measurements.append(Measurement(agg.name, p, column, float(bound), k, e_each, d_each, kind))
         chosen = (Selection(eps * w["partition_selection"] * (1.0 - 1e-12),
                             d_share["partition_selection"] * (1.0 - 1e-12), k, noise=selection) if select else None)
@@ -797,7 +810,7 @@ class Session:
                     continue
                 bound = _part_bound(p, v, l_max)
                 if bound == 0:
-                    raise ValueError(f"{agg.name}: the clamping bounds give sensitivity 0; widen them.")
+                    raise InvalidArgumentError(f"{agg.name}: the clamping bounds give sensitivity 0; widen them.")
                 column = p if p in ("rows", "units") else f"{p}__{v.index}"  # type: ignore[union-attr]
                 if column == "units":
                     column = "__units"
@@ -920,9 +933,9 @@ class Session:
                          selection=selection, bounding_report=bounding_report, accuracy=accuracy,
                          confidence=confidence if isinstance(confidence, float) and 0 < confidence < 1 else 0.95)
         if not 0.0 < confidence < 1.0:
-            raise ValueError(f"confidence must be in (0, 1); got {confidence!r}.")
+            raise InvalidArgumentError(f"confidence must be in (0, 1); got {confidence!r}.")
         if rng is not None and not isinstance(rng, np.random.Generator):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"rng must be a numpy Generator (or None for the secure default); got {type(rng).__name__}.")
         label = plan.spec.text if len(plan.spec.text) <= 200 else plan.spec.text[:197] + "..."
         meta = {"engine": self.engine, "split": {k: list(v) for k, v in plan.split.shares().items()},
@@ -992,9 +1005,10 @@ class Session:
         """
         e = np.asarray(edges, dtype=float)
         if e.ndim != 1 or e.size < 2 or not np.all(np.isfinite(e)) or not np.all(np.diff(e) > 0):
-            raise ValueError(f"edges must be at least two finite, strictly increasing numbers; got {edges!r}.")
+            raise InvalidArgumentError(
+                f"edges must be at least two finite, strictly increasing numbers; got {edges!r}.")
         if column not in self._schema:
-            raise ValueError(f"unknown column {column!r}; the table has {sorted(self._schema)}.")
+            raise InvalidArgumentError(f"unknown column {column!r}; the table has {sorted(self._schema)}.")
         text = f"SELECT COUNT(*) FROM {self.table}" + (f" WHERE {where}" if where else "")
         base = parse_sql(text, table=self.table, privacy_unit=self.privacy_unit, table_columns=self._schema)
         col = f"CAST({exp_column(column)} AS DOUBLE)"
@@ -1010,7 +1024,7 @@ class Session:
                          text=f"histogram of {column} over {len(labels)} bins" + (f" where {where}" if where else ""),
                          columns=tuple(sorted({column, *base.columns})))
         if not is_numeric_type(self._schema[column]):
-            raise ValueError(f"a histogram needs a numeric column; {column} has type {self._schema[column]}.")
+            raise InvalidArgumentError(f"a histogram needs a numeric column; {column} has type {self._schema[column]}.")
         return self.sql(spec, epsilon=epsilon, delta=delta, max_partitions=max_partitions, max_rows=max_rows,
                         keys=[(label,) for label in labels], noise=noise, confidence=confidence, rng=rng)
 
@@ -1048,11 +1062,11 @@ class Session:
             are powers of two (or 0): widen them if a value just above matters.
         """
         if column not in self._schema:
-            raise ValueError(f"unknown column {column!r}; the table has {sorted(self._schema)}.")
+            raise InvalidArgumentError(f"unknown column {column!r}; the table has {sorted(self._schema)}.")
         if not is_numeric_type(self._schema[column]):
-            raise ValueError(f"bounds need a numeric column; {column} has type {self._schema[column]}.")
+            raise InvalidArgumentError(f"bounds need a numeric column; {column} has type {self._schema[column]}.")
         if isinstance(tail, bool) or not isinstance(tail, (int, float)) or not 0.0 < float(tail) < 0.5:
-            raise ValueError(f"tail must be a number in (0, 0.5); got {tail!r}.")
+            raise InvalidArgumentError(f"tail must be a number in (0, 0.5); got {tail!r}.")
         x = f"CAST({exp_column(column)} AS DOUBLE)"
         mag = "LEAST(GREATEST(CAST(FLOOR(LOG2({v})) AS INTEGER), -40), 60)"
         key = (f"CASE WHEN {x} IS NULL OR isnan({x}) THEN NULL WHEN {x} = 0 THEN 0 "
@@ -1176,11 +1190,12 @@ def _check_bounds(name: str, pair: object, temporal: str | None = None) -> tuple
         lo, hi = _as_number(a, temporal), _as_number(b, temporal)
     except (TypeError, ValueError):
         what = "numbers" if temporal is None else f"{temporal}s (ISO text such as '2013-01-01') or numbers"
-        raise ValueError(f"bounds for {name!r} must be a pair (lo, hi) of {what}; got {pair!r}.") from None
+        raise InvalidArgumentError(f"bounds for {name!r} must be a pair (lo, hi) of {what}; got {pair!r}.") from None
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise ValueError(f"bounds for {name!r} must be finite with lo < hi; got ({lo}, {hi}).")
+        raise InvalidArgumentError(f"bounds for {name!r} must be finite with lo < hi; got ({lo}, {hi}).")
     if max(abs(lo), abs(hi)) > _MAX_BOUND:
-        raise ValueError(f"bounds for {name!r} must lie within +-{_MAX_BOUND:g}; got ({lo:g}, {hi:g}). Larger bounds "
+        raise InvalidArgumentError(
+            f"bounds for {name!r} must lie within +-{_MAX_BOUND:g}; got ({lo:g}, {hi:g}). Larger bounds "
                          "give sensitivities whose sums (and squares) could overflow in the engine.")
     return lo, hi
 
