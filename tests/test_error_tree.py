@@ -64,12 +64,7 @@ def test_top_level_reexports_the_error_tree():
 
 # Raises of a plain ValueError/TypeError still awaiting conversion, by (file, enclosing function): the lead
 # holds these lines of session.py; convert them to InvalidArgumentError/ArgumentTypeError and empty this set.
-_PENDING: frozenset[tuple[str, str]] = frozenset({
-    ("query/session.py", "_check_int"),
-    ("query/session.py", "_check_budget_number"),
-    ("query/session.py", "Session.__init__"),
-    ("query/session.py", "Session._bind"),
-})
+_PENDING: frozenset[tuple[str, str]] = frozenset()
 
 
 def _plain_builtin_raises(root: Path) -> list[tuple[str, int, str, str]]:

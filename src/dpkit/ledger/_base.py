@@ -201,7 +201,7 @@ def guarantee_to_record(guarantee: object) -> tuple[str, str]:
                 "(RenyiDP(orders=..., epsilons=...))."
             )
         params = {
-            "orders": [_num(a) for a in guarantee.orders],  # type: ignore[union-attr]
+            "orders": [_num(a) for a in guarantee.orders],
             "epsilons": [_num(e) for e in guarantee.epsilons],  # type: ignore[union-attr]
         }
     else:

@@ -149,16 +149,16 @@ class QueryPlan:
 
 def _check_int(name: str, value: object, *, most: int = 10**9) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= most:
-        raise ValueError(f"{name} must be an integer >= 1 (and at most {most:.0e}); got {value!r}.")
+        raise InvalidArgumentError(f"{name} must be an integer >= 1 (and at most {most:.0e}); got {value!r}.")
     return int(value)
 
 
 def _check_budget_number(name: str, value: object, *, allow_zero: bool) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a number; got {type(value).__name__}.")
+        raise ArgumentTypeError(f"{name} must be a number; got {type(value).__name__}.")
     x = float(value)
     if math.isnan(x) or math.isinf(x) or x < 0 or (x == 0 and not allow_zero):
-        raise ValueError(f"{name} must be finite and {'>= 0' if allow_zero else '> 0'}; got {value!r}.")
+        raise InvalidArgumentError(f"{name} must be finite and {'>= 0' if allow_zero else '> 0'}; got {value!r}.")
     return x
 
 
@@ -239,23 +239,23 @@ class Session:
                  spark: Any = None, schema: dict[str, str] | None = None, public: dict[str, Any] | None = None,
                  max_partitions: int | None = None, max_rows: int | None = None) -> None:
         if not isinstance(privacy_unit, str) or not privacy_unit:
-            raise ValueError("privacy_unit must name the column that identifies a person (e.g. 'user_id').")
+            raise InvalidArgumentError("privacy_unit must name the column that identifies a person (e.g. 'user_id').")
         if not isinstance(table, str) or not table.isidentifier():
-            raise ValueError(f"table must be a plain SQL name such as 't'; got {table!r}.")
+            raise InvalidArgumentError(f"table must be a plain SQL name such as 't'; got {table!r}.")
         self._backend = self._open(data, table=table, engine=engine, spark=spark, schema=schema)
         self.table = table
         self.privacy_unit = privacy_unit
         self._schema = self._backend.schema()
         if privacy_unit not in self._schema:
-            raise ValueError(f"the privacy unit column {privacy_unit!r} is not in the table; its columns are "
-                             f"{sorted(self._schema)}.")
+            raise InvalidArgumentError(f"the privacy unit column {privacy_unit!r} is not in the table; its columns "
+                                       f"are {sorted(self._schema)}.")
         self.max_partitions = None if max_partitions is None else _check_int("max_partitions", max_partitions)
         self.max_rows = None if max_rows is None else _check_int("max_rows", max_rows)
         self._public: dict[str, tuple[str, dict[str, str]]] = {}  # name -> (engine relation, schema)
         self._unique: dict[tuple[str, tuple[str, ...]], bool] = {}
         for name, pdata in (public or {}).items():
             if not isinstance(name, str) or not name.isidentifier() or name.lower() == table.lower():
-                raise ValueError(f"a public table needs a plain SQL name other than {table!r}; got {name!r}.")
+                raise InvalidArgumentError(f"a public table needs a plain SQL name other than {table!r}; got {name!r}.")
             relation = self._backend.register_public(name, pdata)
             self._public[name] = (relation, self._backend.schema_of(relation))
         if isinstance(ledger, Ledger):
@@ -609,8 +609,8 @@ class Session:
                 for statement in build(self._backend.empty_copy()).strict_statements("duckdb"):
                     self._backend.run_on_empty(statement)
         except Exception as exc:  # noqa: BLE001 - no row was read, so the engine's message is safe to show
-            raise ValueError(f"the {self.engine} engine cannot run this query ({type(exc).__name__}): "
-                             f"{str(exc).strip()} Nothing was spent.") from None
+            raise InvalidArgumentError(f"the {self.engine} engine cannot run this query ({type(exc).__name__}): "
+                                       f"{str(exc).strip()} Nothing was spent.") from None
 
     def _values(self, spec: QuerySpec, bounds: dict[str, tuple[float, float]]) -> dict[str, ValueColumn]:
         if not isinstance(bounds, dict):
@@ -920,7 +920,7 @@ class Session:
         ------
         UnsupportedError
             SQL that cannot be made private (with the reason and what to write instead).
-        ValueError
+        InvalidArgumentError (a ValueError)
             Unknown columns, non-numeric values, missing bounds, an empty table, bad parameters.
         BudgetExceededError
             The ledger has no room; nothing was run or spent.
