@@ -92,7 +92,7 @@ def test_mixed_gaussians_and_laplace_against_mpmath(mu2_target: float, t: float)
 
     def delta_fn(e: mp.mpf) -> mp.mpf:
         atoms = _gauss_delta(mu, e - tt) / 2 + mp.exp(-tt) / 2 * _gauss_delta(mu, e + tt)
-        dens = mp.quad(lambda l: mp.exp(-(tt - l) / 2) / 4 * _gauss_delta(mu, e - l), [-tt, 0, tt])
+        dens = mp.quad(lambda x: mp.exp(-(tt - x) / 2) / 4 * _gauss_delta(mu, e - x), [-tt, 0, tt])
         return atoms + dens
 
     est = s.epsilon(delta, method="pld")

@@ -55,7 +55,8 @@ class Target:
             conn.execute(sql if self.backend == "sqlite" else sql.replace("?", "%s"), args)
 
     def snapshot(self) -> object:
-        """Everything stored: the file's bytes (and its WAL's), or every relation, every table's rows and every sequence's position."""
+        """Everything stored: the file's bytes (and its WAL's), or every relation, every table's rows and every
+        sequence's position."""
         if self.backend == "sqlite":
             out = {}
             for suffix in ("", "-wal"):

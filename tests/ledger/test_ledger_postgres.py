@@ -107,7 +107,8 @@ def test_an_older_schema_is_migrated_once_keeping_every_spend(target: Target, mo
     assert dict(meta)["schema_version"] == "3" and len(spends[0]) == 12  # item and the new column, once each
 
 
-def test_bad_connections_are_one_line_errors_without_the_password(target: Target, postgres_server: PostgresServer) -> None:
+def test_bad_connections_are_one_line_errors_without_the_password(target: Target,
+                                                                  postgres_server: PostgresServer) -> None:
     with PostgresLedger(target.location, budget=PureDP(1.0)) as ledger:
         ledger.commit(ledger.reserve(PureDP(0.25)))
     before = target.snapshot()
@@ -118,7 +119,8 @@ def test_bad_connections_are_one_line_errors_without_the_password(target: Target
         (postgres_server.url(name, user="nobody", password="x"), "password authentication failed"),
         (target.location.replace(f":{postgres_server.port}/", ":1/"), "Connection refused"),
         (postgres_server.url("no_such_database"), 'database "no_such_database" does not exist'),
-        (f"postgresql://dpkit_admin:{secret}@127.0.0.1:{postgres_server.port}/{name}?foo=bar", "not a valid PostgreSQL"),
+        (f"postgresql://dpkit_admin:{secret}@127.0.0.1:{postgres_server.port}/{name}?foo=bar",
+         "not a valid PostgreSQL"),
         (f"postgresql://dpkit_admin:{secret}%zz@127.0.0.1/{name}", "not a valid PostgreSQL"),
     ]
     for url, match in cases:

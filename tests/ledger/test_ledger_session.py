@@ -22,7 +22,7 @@ import pytest
 
 from dpkit.cli import main
 from dpkit.errors import BudgetExceededError
-from dpkit.guarantees import ApproxDP, PureDP
+from dpkit.guarantees import PureDP
 from dpkit.ledger import LedgerError, PostgresLedger
 from dpkit.query import Session
 from dpkit.random import insecure_seeded
@@ -44,8 +44,10 @@ def data(tmp_path: Path) -> Path:
 
 def test_sessions_on_one_postgres_ledger_share_its_budget(data: Path, postgres_server: PostgresServer) -> None:
     url = postgres_server.create_database()
-    first = Session(data, max_partitions=1, max_rows=1, schema=SCHEMA, privacy_unit="uid", ledger=url, budget=PureDP(1.0))
-    second = Session(data, max_partitions=1, max_rows=1, schema=SCHEMA, privacy_unit="uid", ledger=url)  # the stored budget
+    first = Session(data, max_partitions=1, max_rows=1, schema=SCHEMA, privacy_unit="uid", ledger=url,
+                    budget=PureDP(1.0))
+    second = Session(data, max_partitions=1, max_rows=1, schema=SCHEMA, privacy_unit="uid",
+                     ledger=url)  # the stored budget
     try:
         assert isinstance(first.ledger, PostgresLedger)
         r = first.sql(QUERY, epsilon=0.25, keys=KEYS, rng=insecure_seeded(0))
@@ -57,7 +59,8 @@ def test_sessions_on_one_postgres_ledger_share_its_budget(data: Path, postgres_s
         with pytest.raises(BudgetExceededError):
             first.sql(QUERY, epsilon=0.5, keys=KEYS)
         with pytest.raises(ValueError, match="does not match the budget"):
-            Session(data, max_partitions=1, max_rows=1, schema=SCHEMA, privacy_unit="uid", ledger=url, budget=PureDP(2.0))
+            Session(data, max_partitions=1, max_rows=1, schema=SCHEMA, privacy_unit="uid", ledger=url,
+                    budget=PureDP(2.0))
     finally:
         first.close()
         second.close()
@@ -97,7 +100,8 @@ def test_dpkit_query_with_a_postgres_ledger(data: Path, postgres_server: Postgre
 def test_a_session_on_an_unreachable_server_spends_nothing(data: Path, postgres_server: PostgresServer) -> None:
     url = postgres_server.create_database()
     with pytest.raises(LedgerError, match="password authentication failed"):
-        Session(data, max_partitions=1, max_rows=1, schema=SCHEMA, privacy_unit="uid", ledger=url.replace(postgres_server.password, "wrong"), budget=PureDP(1.0))
+        Session(data, max_partitions=1, max_rows=1, schema=SCHEMA, privacy_unit="uid",
+                ledger=url.replace(postgres_server.password, "wrong"), budget=PureDP(1.0))
     with PostgresLedger(url, budget=PureDP(1.0)) as ledger:
         assert ledger.history() == ()
 

@@ -10,7 +10,10 @@ M(lambda) = sum_j m_j e^{lambda l_j} and the tilted vector m~_j = m_j e^{lambda 
 Tilting commutes with convolution (e^{lambda (l + l')} = e^{lambda l} e^{lambda l'}), so the k-fold
 composition of factors m_i satisfies, at every point s of the composed grid,
 
-.. math:: (m_1^{*k_1} * \dots)_s = e^{C - \lambda s}\,(\tilde m_1^{*k_1} * \dots)_s,\qquad C = \sum_i k_i \ln M_i(\lambda)
+.. math::
+
+   (m_1^{*k_1} * \dots)_s = e^{C - \lambda s}\,(\tilde m_1^{*k_1} * \dots)_s,
+   \qquad C = \sum_i k_i \ln M_i(\lambda)
 
 (the Esscher transform; Esscher 1932; its use for tail probabilities of sums is the saddle-point method,
 Daniels 1954, and for privacy loss distributions the same change of measure underlies the
@@ -19,7 +22,10 @@ Alghamdi, Gomez, Asoodeh, Calmon, Kosut, Sankar 2023, arXiv 2208.03458).  With l
 the tilted sum has its mean near eps (the saddle point), the FFT computes the tilted composition where
 delta(eps) = sum_{s > eps} (1 - e^{eps - s}) (composed mass)_s lives with *relative* accuracy, and
 
-.. math:: \delta(\varepsilon) = e^{C}\sum_{s > \varepsilon} \tilde\mu_s\, e^{-\lambda s}(1 - e^{\varepsilon - s}) + P(S = \infty)
+.. math::
+
+   \delta(\varepsilon) = e^{C}\sum_{s > \varepsilon} \tilde\mu_s\, e^{-\lambda s}(1 - e^{\varepsilon - s})
+   + P(S = \infty)
 
 is formed in log space: no floor, down to delta = 1e-300.
 
@@ -133,7 +139,7 @@ class Factor:
         """(ln M, mean, variance) of the tilted finite part at each lambda, from blocks of the vector no
         wider than ``block_loss`` (and at most 8192 unless that needs more), each at its mass-weighted
         mean loss: approximate, to steer only."""
-        l = self.losses
+        losses = self.losses
         m = self.mass
         n = m.size
         width = max(1, -(-n // 8192))
@@ -141,7 +147,7 @@ class Factor:
             width = max(1, min(width, int(block_loss / self.grid)))
         starts = np.arange(0, n, width)
         bm = np.add.reduceat(m, starts)
-        bl = np.add.reduceat(m * l, starts)
+        bl = np.add.reduceat(m * losses, starts)
         keep = bm > 0
         bl = bl[keep] / bm[keep]
         lb = np.log(bm[keep])
@@ -353,7 +359,7 @@ def _window_above(logs: Sequence[tuple[Array, Array, int]], lam: float, cands: S
     for lp in cands:
         if lp <= lam:
             continue
-        Kp = math.fsum(k * _lse(lm + lp * l) for lm, l, k in logs)
+        Kp = math.fsum(k * _lse(lm + lp * losses) for lm, losses, k in logs)
         w = (Kp - lp * x_low - target) / (lp - lam)
         if w < best[0]:
             best = (w, lp, Kp)
@@ -369,16 +375,16 @@ def _window_tilt(logs: Sequence[tuple[Array, Array, int]], lam: float, lam_min: 
     smaller tilt needs the shorter window, with light ones (many steps) the saddle tilt itself."""
     alphas = (1.0, 0.9, 0.75, 0.6, 0.5)
     cands = sorted({lam * a for a in alphas + (1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 9.0, 14.0)})
-    ks = [(lp, math.fsum(k * _lse(lm + lp * l) for lm, l, k in logs)) for lp in cands]
+    ks = [(lp, math.fsum(k * _lse(lm + lp * losses) for lm, losses, k in logs)) for lp in cands]
     kd = dict(ks)
     # the tilted law's sd at lam, for the lowest eps of interest, center - 2 sd (a second difference of K
     # is no good: where jumps dominate, K grows by orders of magnitude just past the saddle tilt)
     var = 0.0
-    for lm, l, k in logs:
-        t = lm + lam * l
+    for lm, losses, k in logs:
+        t = lm + lam * losses
         w = np.exp(t - _lse(t))
-        mu = float(np.dot(w, l))
-        var += k * float(np.dot(w, (l - mu) ** 2))
+        mu = float(np.dot(w, losses))
+        var += k * float(np.dot(w, (losses - mu) ** 2))
     x_low = center - 2.0 * math.sqrt(var)
     best = None
     for a in alphas:
@@ -429,18 +435,18 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
     lo_support = hi_support = 0
     log_tail_terms, nu_terms, eta, pert = [], [], 0.0, 0.0
     nu_low, nu_reach = 0.0, (1.0 / lam if lam > 0 else math.inf)
-    for (f, k), (lm, l, _) in zip(items, logs):
-        t = lm + lam * l
+    for (f, k), (lm, losses, _) in zip(items, logs):
+        t = lm + lam * losses
         c = _lse(t)
         if not math.isfinite(c):
             raise InvalidArgumentError("a factor has no finite mass to compose.")
         a = np.exp(t - c)
         tilted.append(a)
         cs.append(c)
-        mu = float(np.dot(a, l))
+        mu = float(np.dot(a, losses))
         means += k * mu
-        var += k * float(np.dot(a, (l - mu) ** 2))
-        rel += k * (2.0 * abs(lam) * float(np.max(np.abs(l))) + abs(c) + 8.0) * _U
+        var += k * float(np.dot(a, (losses - mu) ** 2))
+        rel += k * (2.0 * abs(lam) * float(np.max(np.abs(losses))) + abs(c) + 8.0) * _U
         lo_support += k * f.offset
         hi_support += k * (f.offset + f.mass.size - 1)
         eta += k * f.eta
@@ -448,13 +454,13 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
         if f.nu is not None and np.any(f.nu > 0):
             # removing nu_j at l_j moves delta by <= nu_j P(S_rest > eps - l_j), and S_rest > x implies
             # S > x + l_min (up to the factor's total mass t): near the bottom, nu_j P(S > eps - reach) / t
-            low = l <= l[0] + nu_reach
+            low = losses <= losses[0] + nu_reach
             total = float(np.sum(f.mass)) + f.infinity_mass
             nu_low += k * float(np.sum(f.nu[low])) / total * (1.0 + 1e-12)
             high = f.nu * ~low
             if np.any(high > 0):
                 with np.errstate(divide="ignore"):
-                    nu_t = float(special.logsumexp(np.log(high) + lam * l)) - c
+                    nu_t = float(special.logsumexp(np.log(high) + lam * losses)) - c
                 nu_terms.append(math.log(k) + nu_t)
                 pert += k * math.exp(min(nu_t, 700.0))
             pert += k * float(np.sum(f.nu[low])) / total
@@ -493,7 +499,7 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
         e_low = min(eps0, means) - 2.0 * sd
         best_a = -math.inf
         for th in sorted({lam * f for f in (0.25, 0.5, 1.0, 2.0, 4.0)} | {f / sd for f in (2.0, 4.0, 8.0, 16.0)}):
-            Kb = math.fsum(k * _lse(lm + (lam - th) * l) for lm, l, k in logs)
+            Kb = math.fsum(k * _lse(lm + (lam - th) * losses) for lm, losses, k in logs)
             a = (target - Kb + lam * e_low) / th
             if a > best_a:
                 best_a, below_theta, below_K = a, th, Kb
@@ -572,7 +578,8 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
         la = np.log(out) - lam * s
     suf_a = np.logaddexp.accumulate(la[::-1])[::-1]
     suf_b = np.logaddexp.accumulate((la - s)[::-1])[::-1]
-    return Tilted(grid=g, lam=lam, start=lo_i, out=_readonly(out), C=C, err2=err2, rel=rel, width=Wl, log_below=log_below, below_theta=below_theta, below_K=below_K, cut_hi=cut_hi,
+    return Tilted(grid=g, lam=lam, start=lo_i, out=_readonly(out), C=C, err2=err2, rel=rel, width=Wl,
+                  log_below=log_below, below_theta=below_theta, below_K=below_K, cut_hi=cut_hi,
                   alias_lam=alias_lam, alias_K=alias_K, nu_low=nu_low, nu_reach=nu_reach,
                   log_tail=log_tail, log_nu=log_nu, eta=eta, second=math.exp(min(2.0 * pert, 700.0)) * (1.0 + 1e-9),
                   infinity_mass=min(inf_mass, 1.0), pessimistic=pess, max_loss=max_loss,
@@ -593,14 +600,14 @@ class Cumulants:
         if lam in self._memo:
             return self._memo[lam]
         K = mean = var = 0.0
-        for lm, l, k in self._logs:
-            t = lm + lam * l
+        for lm, losses, k in self._logs:
+            t = lm + lam * losses
             c = _lse(t)
             w = np.exp(t - c)
-            mu = float(np.dot(w, l))
+            mu = float(np.dot(w, losses))
             K += k * c
             mean += k * mu
-            var += k * float(np.dot(w, (l - mu) ** 2))
+            var += k * float(np.dot(w, (losses - mu) ** 2))
         out = (K, mean, var)
         if len(self._memo) > 64:
             self._memo.clear()

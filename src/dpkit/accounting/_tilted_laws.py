@@ -108,7 +108,7 @@ class LawSpec:
         search starts where the Gaussian factor starts to fall, not beyond ln((1 - q) / q) where q e^x
         dominates 1 - q: the bound holds for every x_h, and with sigma = 1e4 (base losses of 1e-4) a start
         at ln((1 - q) / q) made the factor a million times longer than its scale."""
-        mu, q = self.mu, self.q
+        mu = self.mu
         s = mu
 
         def ok(x: float) -> bool:

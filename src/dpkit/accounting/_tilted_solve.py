@@ -23,8 +23,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
-
 from dpkit.accounting._pld_tilted import (Cumulants, Factor, Tilted, _exact_moments, compose_tilted, solve_increasing,
                                           saddle_lambda)
 from dpkit.accounting._tilted_laws import LawSpec
@@ -79,8 +77,9 @@ def _cut_range(lam: float) -> tuple[float, float]:
 
 
 def _steer(parts: Parts, log_delta: float | None, eps: float | None, k_total: int, grid: float | None = None,
-           grid_factor: float = 0.01, max_points: int = 0) -> tuple[float, float, float, float, dict[bool, list[tuple[Factor, int]]],
-                                               tuple[float, float]]:
+           grid_factor: float = 0.01,
+           max_points: int = 0) -> tuple[float, float, float, float, dict[bool, list[tuple[Factor, int]]],
+                                         tuple[float, float]]:
     """(lambda*, eps*, sd*, grid, fine pessimistic factors, the tilts they are cut for) for a target delta
     (or a target eps).
 
@@ -188,14 +187,15 @@ def compose_parts(parts: Parts, *, log_delta: float | None = None, eps: float | 
     if log_delta is None and lam > 0:
         # delta at a given eps: steer the window by the saddle-point estimate of delta
         K, _, var = _exact_moments(fine[True], lam)
-        log_delta = min(-1.0, K - lam * float(eps) - math.log(lam * (lam + 1.0) * math.sqrt(2.0 * math.pi * max(var, 1e-300))))  # type: ignore[arg-type]
+        log_delta = min(-1.0, K - lam * float(eps)  # type: ignore[arg-type]
+                        - math.log(lam * (lam + 1.0) * math.sqrt(2.0 * math.pi * max(var, 1e-300))))
     out = _compose_at(parts, fine, lam, e_star, log_delta, g, k_total, which, cut)
     for _ in range(2):
         if log_delta is None or eps is not None:
             return out
         t = out[True] if True in out else out[False]
         lo_w, hi_w = t.window
-        e0 = _bisect(lambda e: t.approx_log_delta(e) <= log_delta, max(0.0, lo_w), hi_w)
+        e0 = _bisect(lambda e, t=t: t.approx_log_delta(e) <= log_delta, max(0.0, lo_w), hi_w)
         if e0 <= 0.0 or abs(t.log_delta_bound(e0) - t.approx_log_delta(e0)) <= 1e-3:
             return out  # the error terms are negligible at the root: the tilt is good enough
         lam2, _, _ = _lambda_for_eps(fine[True], e0)

@@ -185,7 +185,8 @@ class Accountant:
                 alive = [f for f, a in zip(self._rule.filters, self._rule.alive) if a] if self._rule.pending is None \
                     else list(self._rule._fixed(item).filters)
                 if alive and all(f.cost(item, count) is None or _holds_no_delta_for(f, item) for f in alive):
-                    raise UnsupportedError(f"{refused}: {self._rule.why_not(item, count)}. {_what_to_give(self._budget)} "
+                    raise UnsupportedError(f"{refused}: {self._rule.why_not(item, count)}. "
+                                           f"{_what_to_give(self._budget)} "
                                            "Nothing was spent.")
                 raise BudgetExceededError(f"{refused} ({self._rule.why_not(item, count)}). Nothing was spent.")
             return new_state, rule, None

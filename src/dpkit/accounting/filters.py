@@ -31,7 +31,8 @@ filter admits it, with no filter ever stopping, is not valid: the analyst could 
 
 **Automatic choice** (``filter="auto"``, the default for an ApproxDP budget): the set is
 {``basic`` with share 0 (pure spends only), X with share delta_B}, X fixed at the **first** spend from
-that spend's family (the first *admitted* spend: a refused spend fixes nothing): ``gdp`` for a Gaussian-DP item (GaussianDP, continuous Gaussian), ``zcdp`` for an
+that spend's family (the first *admitted* spend: a refused spend fixes nothing): ``gdp`` for a Gaussian-DP
+item (GaussianDP, continuous Gaussian), ``zcdp`` for an
 item with a rho (pure, zCDP, dpkit's Gaussian mechanisms), ``rdp`` at the single order that suits the
 first item best for an item with a Rényi curve only (DP-SGD steps), ``basic`` (with all of delta_B) for an
 (eps, delta) item (``filter="approx"`` chooses Whitehouse et al.'s filter instead).

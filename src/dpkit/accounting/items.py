@@ -379,7 +379,8 @@ def item_from_json(text: str, label: str) -> PrivacyItem:
         raise InvalidArgumentError("an item's Renyi curve must hold one value >= 0 per order of ORDERS")
     approx = None if d["approx"] is None else (f(d["approx"][0]), f(d["approx"][1]))
     nums = [f(d["epsilon"]), f(d["rho"]), f(d["mu"])]
-    if any(math.isnan(v) or v < 0 for v in nums) or (approx is not None and not (approx[0] >= 0 and 0 <= approx[1] <= 1)):
+    if any(math.isnan(v) or v < 0 for v in nums) or (
+            approx is not None and not (approx[0] >= 0 and 0 <= approx[1] <= 1)):
         raise InvalidArgumentError("an item's costs must be numbers >= 0")
     law = None
     t = event.get("type")

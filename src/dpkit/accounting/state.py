@@ -337,7 +337,8 @@ class AccountingState:
             if lower > hi * (1.0 + 1e-9) + 1e-300:
                 raise ArithmeticError(f"inconsistent bounds: PLD lower end {lower!r} > upper bound {hi!r} "
                                       f"({best.method}); please report this.")
-            return Estimate(hi, kind="interval", lower=min(lower, hi), method=f"best of {', '.join(names)}: {best.method}")
+            return Estimate(hi, kind="interval", lower=min(lower, hi),
+                            method=f"best of {', '.join(names)}: {best.method}")
         return Estimate(hi, kind="upper", method=f"best of {', '.join(names)}: {best.method}")
 
     # ---- PLD ------------------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ import socket
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
 
 from dpkit.accounting import Accountant
@@ -82,7 +82,7 @@ COLUMNS = "id, created_at, updated_at, label, type, params, count, state, owner,
 # ---- validation ---------------------------------------------------------------------------------
 def now() -> str:
     """The current UTC time as ISO 8601 text with microseconds (the record's time format)."""
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def check_count(count: object) -> int:

@@ -158,7 +158,8 @@ class PostgresLedger(SQLLedger):
     Examples
     --------
     >>> from dpkit.guarantees import ApproxDP
-    >>> PostgresLedger("postgresql://nobody@127.0.0.1:1/nothing", budget=ApproxDP(epsilon=1.0, delta=1e-6))  # doctest: +ELLIPSIS
+    >>> PostgresLedger("postgresql://nobody@127.0.0.1:1/nothing",
+    ...                budget=ApproxDP(epsilon=1.0, delta=1e-6))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     dpkit.errors.LedgerError: cannot connect to the ledger postgresql://nobody@127.0.0.1:1/nothing: ...

@@ -218,8 +218,6 @@ class DuckDBBackend:
         CSV and JSON carry no types: they need a declared ``schema`` (see :func:`declared_file_source`);
         Parquet's own schema is used unless one is given.
         """
-        import duckdb
-
         con = _owned_connection()
         if threads is not None:
             con.execute(f"SET threads = {int(threads)}")
@@ -343,7 +341,8 @@ class SparkBackend:
         return cls(df.sparkSession, view)
 
     @classmethod
-    def from_file(cls, spark: Any, path: str | os.PathLike[str], *, schema: dict[str, str] | None = None) -> SparkBackend:
+    def from_file(cls, spark: Any, path: str | os.PathLike[str], *,
+                  schema: dict[str, str] | None = None) -> SparkBackend:
         """A view over a CSV, Parquet or JSON file read by Spark (CSV and JSON need ``schema``; see
         :func:`declared_file_source`)."""
         p = Path(path)

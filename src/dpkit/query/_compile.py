@@ -286,7 +286,8 @@ def rows_source(spec: QuerySpec, *, unit: str, relation: str, public: dict[str, 
         return _joined(relation, spec.source_alias, spec.joins, public), f"{_ident(spec.source_alias)}.{unit}"
     inner_unit = f"{_ident(pu.source_alias)}.{unit}"
     keys = [(_safe(k.expr), _ident(k.name)) for k in pu.keys]
-    cols = [f"{inner_unit} AS __u"] + [f"{e} AS {n}" for e, n in keys] + [f"{p.expr} AS {p.name}" for p in pu.aggregates]
+    cols = ([f"{inner_unit} AS __u"] + [f"{e} AS {n}" for e, n in keys]
+            + [f"{p.expr} AS {p.name}" for p in pu.aggregates])
     where = f"{inner_unit} IS NOT NULL" + (f" AND {_SAFE}(({pu.where}))" if pu.where else "")
     group = ", ".join([inner_unit] + [e for e, _ in keys])
     aggregated = (f"SELECT {', '.join(cols)} FROM {_joined(relation, pu.source_alias, pu.joins, public)} "
