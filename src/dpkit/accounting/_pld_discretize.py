@@ -63,6 +63,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -72,6 +73,20 @@ from dpkit.errors import InvalidArgumentError
 _U = 2.0**-53
 
 Array = NDArray[np.float64]
+
+
+@overload
+def discretize(i_lo: int, n: int, grid: float, half_p: Array | None, half_q: Array | None,
+               atom_loss: Array, atom_mass: Array, below: float, above: float, infinity_mass: float,
+               *, pessimistic: bool, delta_error: float = ..., positional: Literal[False] = ...
+               ) -> tuple[Array, float, float]: ...
+
+
+@overload
+def discretize(i_lo: int, n: int, grid: float, half_p: Array | None, half_q: Array | None,
+               atom_loss: Array, atom_mass: Array, below: float, above: float, infinity_mass: float,
+               *, pessimistic: bool, delta_error: float = ..., positional: Literal[True]
+               ) -> tuple[Array, float, float, Array]: ...
 
 
 def discretize(i_lo: int, n: int, grid: float, half_p: Array | None, half_q: Array | None,
@@ -144,8 +159,8 @@ def discretize(i_lo: int, n: int, grid: float, half_p: Array | None, half_q: Arr
         if near.any():
             np.add.at(mass, r[near], am[near])
             pinned[r[near]] = True
-            c = np.where(d[near] < 0, am[near] * y[r[near]] * np.expm1(-np.minimum(d[near], 0.0)), 0.0)
-            np.add.at(step, r[near], c)
+            lowered = np.where(d[near] < 0, am[near] * y[r[near]] * np.expm1(-np.minimum(d[near], 0.0)), 0.0)
+            np.add.at(step, r[near], lowered)
             snapped = float(np.sum(am[near] * np.maximum(-d[near], 0.0)))  # bounds their effect on delta
             np.add.at(snapped_at, r[near], am[near] * np.maximum(-d[near], 0.0))
             step = np.cumsum(step[::-1])[::-1] - step  # sum over atoms at points right of j
@@ -314,7 +329,7 @@ def normal_cells(edges: Array, mean: float, sd: float) -> Array:
     ndtr calls per edge, each accurate to a few ulps relative)."""
     z = (edges - mean) / sd
     tail = special.ndtr(-np.abs(z))  # ndtr(-z) above the mean, ndtr(z) below it: one call per edge
-    out = np.where(z[:-1] > 0, tail[:-1] - tail[1:], tail[1:] - tail[:-1])
+    out: Array = np.where(z[:-1] > 0, tail[:-1] - tail[1:], tail[1:] - tail[:-1])
     across = np.nonzero((z[:-1] <= 0) & (z[1:] > 0))[0]  # the cell holding the mean: ndtr(z1) - ndtr(z0)
     if across.size:
         out[across] = special.ndtr(z[across + 1]) - special.ndtr(z[across])
@@ -424,8 +439,8 @@ def discretize_range(law: LossLaw | None, grid: float, lo: float, hi: float, *,
     c = cells
     out = {}
     for pess in pessimistic:
-        res = discretize(c.i_lo, c.n, grid, c.p[1:-1], c.q[1:-1], c.atom_loss, c.atom_mass,
-                         c.below if pess else 0.0, 0.0, c.infinity_mass, pessimistic=pess, positional=True)
-        mass, inf, eta, nu = res  # type: ignore[misc]
+        mass, inf, eta, nu = discretize(c.i_lo, c.n, grid, c.p[1:-1], c.q[1:-1], c.atom_loss, c.atom_mass,
+                                        c.below if pess else 0.0, 0.0, c.infinity_mass, pessimistic=pess,
+                                        positional=True)
         out[pess] = (c.i_lo, mass, inf, eta, nu)
     return out

@@ -109,9 +109,10 @@ def _gaussian_pieces(mu2: float) -> tuple[Any, int]:
 
 def _pairs(key: Any) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
     """(P, Q) for direction 0 and direction 1 of one law."""
-    from dpkit.distributions import Finite, Gaussian, Laplace
+    from dpkit.distributions import Distribution, Finite, Gaussian, Laplace
 
     kind = key[0]
+    p: tuple[Distribution, Distribution]
     if kind == "gaussian":
         mu = math.nextafter(math.sqrt(key[1]), math.inf)
         p = (Gaussian(0, 1), Gaussian(mu, 1))
@@ -160,7 +161,8 @@ def _factor(key: Any, direction: int, grid: float, pessimistic: bool) -> PLD:
 def _fft(laws: dict[Any, int], what: str, x: float) -> tuple[float, float, str]:
     k_total = sum(laws.values())
     grid = default_grid(k_total)
-    uppers, lowers = [], []
+    uppers: list[float] = []
+    lowers: list[float] = []
     for direction in (0, 1):
         for pess in (True, False):
             parts = [(_factor(key, direction, grid, pess), k) for key, k in laws.items()]

@@ -37,9 +37,9 @@ beside the PLD answer, as Opacus and TF Privacy report.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from dpkit._math import Estimate, check_delta, check_epsilon, check_positive
 from dpkit.accounting import _tilted_solve as _solve
@@ -47,6 +47,9 @@ from dpkit.accounting._tilted_laws import LawSpec
 from dpkit.accounting.gaussian_profile import gaussian_epsilon_interval, log_delta_bounds
 from dpkit.accounting.pld import Interval
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError
+
+if TYPE_CHECKING:
+    from dpkit.guarantees import RenyiDP
 
 __all__ = ["Calibration", "DPSGDInterval", "DPSGDStep", "calibrate_sampling_rate", "calibrate_sigma",
            "calibrate_steps", "dpsgd_delta", "dpsgd_epsilon", "dpsgd_epsilon_curve", "dpsgd_rdp_epsilon"]
@@ -84,7 +87,7 @@ def _check_steps(t: object, name: str = "steps") -> int:
     return int(t)
 
 
-def check_scheme(sampling: object, neighboring: object) -> tuple[str, str]:
+def check_scheme(sampling: object, neighboring: object) -> tuple[Sampling, Neighboring]:
     s = str(getattr(sampling, "value", sampling))
     n = str(getattr(neighboring, "value", neighboring))
     if s not in ("poisson", "without_replacement"):
@@ -96,7 +99,7 @@ def check_scheme(sampling: object, neighboring: object) -> tuple[str, str]:
             "fixed-size batches (sampling without replacement) are accounted for with substitution "
             "neighbours only; use neighboring='substitute' or sampling='poisson'."
         )
-    return s, n
+    return cast(Sampling, s), cast(Neighboring, n)  # both checked against the literals above
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,7 +131,7 @@ class DPSGDStep:
         """epsilon(delta) of these steps alone (:func:`dpsgd_epsilon`)."""
         return dpsgd_epsilon(delta=delta, schedule=[self])
 
-    def rdp(self):  # type: ignore[no-untyped-def]
+    def rdp(self) -> RenyiDP:
         """The RDP curve of these steps (Poisson, add/remove only: MTZ 2019, fractional orders)."""
         from dpkit.accounting.sampled_gaussian import FRACTIONAL_ORDERS, sampled_gaussian_rdp
         from dpkit.guarantees import RenyiDP
@@ -138,8 +141,9 @@ class DPSGDStep:
 
             raise UnsupportedError("an RDP curve is implemented for Poisson sampling with add/remove neighbours only.")
         one = sampled_gaussian_rdp(sigma=self.sigma, sampling_rate=self.sampling_rate, orders=FRACTIONAL_ORDERS)
-        return RenyiDP(orders=list(one.orders), epsilons=[self.steps * float(one.epsilon(a)) * (1 + 1e-15)
-                                                          for a in one.orders])
+        orders = _finite_orders(one)
+        return RenyiDP(orders=list(orders), epsilons=[self.steps * float(one.epsilon(a)) * (1 + 1e-15)
+                                                      for a in orders])
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +159,11 @@ class DPSGDInterval(Interval):
 
     def lower_bound(self) -> Estimate:
         return Estimate(self.lower, kind="lower", error=self.width, method=self.method)
+
+
+def _finite_orders(curve: RenyiDP) -> tuple[float, ...]:
+    # sampled_gaussian_rdp builds its curve from a finite order list, so ``orders`` is never None
+    return cast("tuple[float, ...]", curve.orders)
 
 
 def _schedule(sigma: object, sampling_rate: object, steps: object, schedule: Sequence[DPSGDStep] | None,
@@ -179,8 +188,9 @@ def _schedule(sigma: object, sampling_rate: object, steps: object, schedule: Seq
     if sigma is None or sampling_rate is None or steps is None:
         raise InvalidArgumentError("give sigma, sampling_rate and steps (or a schedule).")
     s, n = check_scheme(sampling, neighboring)
-    return [DPSGDStep(sigma=sigma, sampling_rate=sampling_rate, steps=steps,  # type: ignore[arg-type]
-                      sampling=s, neighboring=n)]  # type: ignore[arg-type]
+    # sigma, sampling_rate and steps are checked (and converted) by DPSGDStep.__post_init__
+    return [DPSGDStep(sigma=cast(float, sigma), sampling_rate=cast(float, sampling_rate), steps=cast(int, steps),
+                      sampling=s, neighboring=n)]
 
 
 def _directions(phases: list[DPSGDStep]) -> tuple[list[list[tuple[LawSpec, int]]] | None, float | None, str]:
@@ -248,7 +258,7 @@ def dpsgd_epsilon(*, delta: float, sigma: float | None = None, sampling_rate: fl
     phases = _schedule(sigma, sampling_rate, steps, schedule, sampling, neighboring)
     dirs, mu, method = _directions(phases)
     if dirs is None:
-        lo, hi = gaussian_epsilon_interval(float(mu), d)  # type: ignore[arg-type]
+        lo, hi = gaussian_epsilon_interval(float(cast(float, mu)), d)  # mu is set when dirs is None
         return DPSGDInterval(lo, hi, method)
     lo, hi = _solve.epsilon_bounds(dirs, d)
     return DPSGDInterval(lo, hi, method)
@@ -281,12 +291,14 @@ def dpsgd_log_delta(*, epsilon: float, sigma: float | None = None, sampling_rate
     return DPSGDInterval(lo, hi, method)
 
 
-def _log_delta(epsilon, sigma, sampling_rate, steps, schedule, sampling, neighboring):  # type: ignore[no-untyped-def]
+def _log_delta(epsilon: float, sigma: float | None, sampling_rate: float | None, steps: int | None,
+               schedule: Sequence[DPSGDStep] | None, sampling: Sampling, neighboring: Neighboring
+               ) -> tuple[float, float, str]:
     e = check_epsilon(epsilon)
     phases = _schedule(sigma, sampling_rate, steps, schedule, sampling, neighboring)
     dirs, mu, method = _directions(phases)
     if dirs is None:
-        lo, hi = log_delta_bounds(float(mu), e)  # type: ignore[arg-type]
+        lo, hi = log_delta_bounds(float(cast(float, mu)), e)  # mu is set when dirs is None
         return lo, hi, method
     lo, hi = _solve.log_delta_bounds(dirs, e)
     return lo, hi, method
@@ -310,8 +322,10 @@ def dpsgd_rdp_epsilon(*, delta: float, sigma: float, sampling_rate: float, steps
     t = _check_steps(steps)
     one = sampled_gaussian_rdp(sigma=sigma, sampling_rate=sampling_rate,
                                orders=FRACTIONAL_ORDERS if orders is None else orders)
-    curve = RenyiDP(orders=list(one.orders), epsilons=[t * float(one.epsilon(a)) * (1 + 1e-15) for a in one.orders])
-    eps = rdp_to_approx_dp(curve, delta=d).epsilon
+    orders_used = _finite_orders(one)
+    curve = RenyiDP(orders=list(orders_used), epsilons=[t * float(one.epsilon(a)) * (1 + 1e-15) for a in orders_used])
+    # conversions return an ApproxDP whose epsilon is an Estimate naming its method (see ApproxDP)
+    eps = cast(Estimate, rdp_to_approx_dp(curve, delta=d).epsilon)
     return Estimate(
         float(eps), kind="upper", method=f"RDP (MTZ 2019, fractional orders) + CKS conversion; {eps.method}"
     )
@@ -344,7 +358,7 @@ class Calibration:
 def _upper_at(phase: DPSGDStep, delta: float, grid: float | None) -> float:
     dirs, mu, _ = _directions([phase])
     if dirs is None:
-        return gaussian_epsilon_interval(float(mu), delta)[1]  # type: ignore[arg-type]
+        return gaussian_epsilon_interval(float(cast(float, mu)), delta)[1]  # mu is set when dirs is None
     return _solve.epsilon_upper_only(dirs, delta, grid=grid)
 
 
@@ -354,7 +368,8 @@ def _check_target(epsilon: object, delta: object) -> tuple[float, float]:
     return e, d
 
 
-def _solve_monotone(f, lo: float, hi: float, target: float, increasing: bool, rel: float = 1e-6  # type: ignore[no-untyped-def]
+def _solve_monotone(f: Callable[[float], float], lo: float, hi: float, target: float, increasing: bool,
+                    rel: float = 1e-6
                     ) -> float:
     """The point x of [lo, hi] at the boundary of {f(x) <= target} to relative ``rel``, by the Illinois
     method on ln f in ln x (bisection when it stalls); f(lo), f(hi) bracket the target.  Returns the end
@@ -423,7 +438,7 @@ def calibrate_sigma(*, epsilon: float, delta: float, sampling_rate: float, steps
     s, n = check_scheme(sampling, neighboring)
 
     def phase(sig: float) -> DPSGDStep:
-        return DPSGDStep(sigma=sig, sampling_rate=q, steps=t, sampling=s, neighboring=n)  # type: ignore[arg-type]
+        return DPSGDStep(sigma=sig, sampling_rate=q, steps=t, sampling=s, neighboring=n)
 
     rdp_ok = (s, n) == ("poisson", "add_remove") and q < 1.0  # the RDP bound is valid too, and cheap
 
@@ -471,7 +486,7 @@ def calibrate_sigma(*, epsilon: float, delta: float, sampling_rate: float, steps
     return Calibration("sigma", sig, iv, beyond, b_up, e, d)
 
 
-def _illinois(f, lo: float, f_lo: float, hi: float, f_hi: float, rel: float  # type: ignore[no-untyped-def]
+def _illinois(f: Callable[[float], float], lo: float, f_lo: float, hi: float, f_hi: float, rel: float
               ) -> tuple[float, float]:
     """(x, f(x)): the end of a bracket [lo, hi] (f(lo) > 0 >= f(hi), f smooth and decreasing in x) on the
     side f <= 0, narrowed to ``rel`` relative by the Illinois variant of regula falsi in ln x (bisection in
@@ -504,7 +519,7 @@ def _illinois(f, lo: float, f_lo: float, hi: float, f_hi: float, rel: float  # t
 def _log_delta_upper_at(phase: DPSGDStep, epsilon: float, grid: float | None) -> float:
     dirs, mu, _ = _directions([phase])
     if dirs is None:
-        return log_delta_bounds(float(mu), epsilon)[1]  # type: ignore[arg-type]
+        return log_delta_bounds(float(cast(float, mu)), epsilon)[1]  # mu is set when dirs is None
     return _solve.log_delta_upper(dirs, epsilon, grid=grid)
 
 
@@ -513,13 +528,13 @@ def _interval_on(phase: DPSGDStep, delta: float, grid: float | None, cap: float 
     calibration target, where the certified delta there is at most ``delta``)."""
     dirs, mu, method = _directions([phase])
     if dirs is None:
-        lo, hi = gaussian_epsilon_interval(float(mu), delta)  # type: ignore[arg-type]
+        lo, hi = gaussian_epsilon_interval(float(cast(float, mu)), delta)  # mu is set when dirs is None
         return DPSGDInterval(min(lo, cap), min(hi, cap), method)
     lo, hi = _solve.epsilon_bounds(dirs, delta, grid=grid)
     return DPSGDInterval(min(lo, cap), min(hi, cap), method)
 
 
-def _bracket_sigma(rdp, e: float, s_max: float) -> float:  # type: ignore[no-untyped-def]
+def _bracket_sigma(rdp: Callable[[float], float], e: float, s_max: float) -> float:
     """A sigma meeting the target by the RDP bound (integer orders; an upper bound on epsilon, so the
     calibrated sigma is at most it), to 1e-3 relative."""
     hi = 0.5
@@ -555,7 +570,7 @@ def calibrate_sampling_rate(*, epsilon: float, delta: float, sigma: float, steps
     s, n = check_scheme(sampling, neighboring)
 
     def phase(q: float) -> DPSGDStep:
-        return DPSGDStep(sigma=sig, sampling_rate=q, steps=t, sampling=s, neighboring=n)  # type: ignore[arg-type]
+        return DPSGDStep(sigma=sig, sampling_rate=q, steps=t, sampling=s, neighboring=n)
 
     full = _upper_at(phase(1.0), d, None)
     if full <= e:
@@ -602,7 +617,7 @@ def calibrate_steps(*, epsilon: float, delta: float, sigma: float, sampling_rate
     s, n = check_scheme(sampling, neighboring)
 
     def phase(t: int) -> DPSGDStep:
-        return DPSGDStep(sigma=sig, sampling_rate=q, steps=t, sampling=s, neighboring=n)  # type: ignore[arg-type]
+        return DPSGDStep(sigma=sig, sampling_rate=q, steps=t, sampling=s, neighboring=n)
 
     one = _upper_at(phase(1), d, None)
     if one > e:

@@ -41,8 +41,9 @@ its own mechanism classes and rounds its optimistic PLD down).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -56,6 +57,9 @@ from dpkit.divergences.pairs import DiscreteGaussianShift, DiscreteLaplaceShift,
 from dpkit.divergences import evaluator
 from dpkit.divergences.pairs import FinitePair
 from dpkit.errors import DpkitError, InvalidArgumentError, UnsupportedError
+
+if TYPE_CHECKING:
+    from dpkit.accounting._tilted_laws import LawSpec
 
 # pld_poisson_subsampled and subsampled_epsilon_interval live in dpkit.accounting.subsampling (re-exported by
 # dpkit.accounting); listing them here made ``from dpkit.accounting.pld import *`` raise AttributeError.
@@ -125,7 +129,7 @@ class PLD:
     # ---- reading --------------------------------------------------------------------------
     @property
     def losses(self) -> NDArray[np.float64]:
-        return (self.offset + np.arange(self.mass.size)) * self.grid
+        return np.asarray((self.offset + np.arange(self.mass.size)) * self.grid, dtype=np.float64)
 
     def _raw_delta(self, eps: float) -> tuple[float, float]:
         """(sum_i w_i m_i + P(inf), error bound) with w_i = (1 - e^{eps - l_i})_+."""
@@ -150,7 +154,7 @@ class PLD:
             return Estimate(min(1.0, raw + err), kind="upper", error=err, method="pessimistic PLD (connect the dots)")
         return Estimate(max(0.0, raw - err), kind="lower", error=err, method="optimistic PLD (supporting lines)")
 
-    def _profile(self):  # type: ignore[no-untyped-def]
+    def _profile(self) -> tuple[Callable[[float], tuple[float, float]], float]:
         """delta as a function of eps >= 0 in O(log n) per call: (raw(eps), error bound(eps)).
 
         raw(eps) = S1_j - e^eps S2_j for the suffix {i >= j} of losses above eps (S2 kept in log
@@ -219,7 +223,7 @@ class PLD:
         return self._bisect(lambda e: at(e)[0] - err_a <= d, e_a, e_r)
 
     @staticmethod
-    def _bisect(ok, lo: float, hi: float) -> float:  # type: ignore[no-untyped-def]
+    def _bisect(ok: Callable[[float], bool], lo: float, hi: float) -> float:
         """The smallest point (to 1e-13 relative) of [lo, hi] where ``ok`` holds; ok(hi) is true."""
         for _ in range(200):
             if hi - lo <= 1e-13 * max(1.0, abs(hi)):
@@ -589,7 +593,8 @@ def _interval(lower: float, upper: float, what: str) -> Interval:
     return Interval(lower, upper)
 
 
-def _tilted_specs(P: Distribution, Q: Distribution, k: int, symmetric: bool):  # type: ignore[no-untyped-def]
+def _tilted_specs(P: Distribution, Q: Distribution, k: int, symmetric: bool
+                  ) -> list[list[tuple[LawSpec, int]]] | None:
     """The tilted accountant's laws for a Laplace shift pair (both directions have the same law), or None."""
     from dpkit.accounting._tilted_laws import LawSpec
 

@@ -393,9 +393,9 @@ def subsampled_epsilon_interval(P: Distribution, Q: Distribution, *, sampling_ra
     base = _base_law(P, Q, 1e-15)
     upper = lower = -math.inf
     for direction in directions:
-        hi, lo = _scheme_plds(base, q, direction, directions == ("remove",), g, 1e-15, (True, False))
-        upper = max(upper, float(hi.self_compose(k).epsilon(d)))
-        lower = max(lower, float(lo.self_compose(k).epsilon(d)))
+        pld_hi, pld_lo = _scheme_plds(base, q, direction, directions == ("remove",), g, 1e-15, (True, False))
+        upper = max(upper, float(pld_hi.self_compose(k).epsilon(d)))
+        lower = max(lower, float(pld_lo.self_compose(k).epsilon(d)))
     return _subsampled_interval(lower, upper, method)
 
 

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
 
 from dpkit._table import fmt_number, render
 from dpkit.errors import InvalidArgumentError
 
+if TYPE_CHECKING:
+    from dpkit.accounting.dpsgd import DPSGDInterval, Neighboring, Sampling
 
-def _check(args: argparse.Namespace) -> tuple[float, int | None, str, str]:
+
+def _check(args: argparse.Namespace) -> tuple[float, int | None, Sampling, Neighboring]:
     if args.sampling_rate is None:
         raise InvalidArgumentError("dpsgd needs --sampling-rate q in (0, 1].")
     q = float(args.sampling_rate)
@@ -21,8 +26,9 @@ def _check(args: argparse.Namespace) -> tuple[float, int | None, str, str]:
         raise InvalidArgumentError(f"--steps must be an integer >= 1; got {steps}.")
     if args.sigma is not None and not (args.sigma > 0 and math.isfinite(args.sigma)):
         raise InvalidArgumentError(f"--sigma must be finite and > 0; got {args.sigma}.")
-    sampling = args.sampling.replace("-", "_")
-    neighboring = "substitute" if args.neighbours == "substitution" else "add_remove"
+    # argparse's choices limit --sampling to poisson / without-replacement
+    sampling = cast("Sampling", args.sampling.replace("-", "_"))
+    neighboring: Neighboring = "substitute" if args.neighbours == "substitution" else "add_remove"
     return q, steps, sampling, neighboring
 
 
@@ -37,14 +43,14 @@ def run_dpsgd(args: argparse.Namespace, delta: float) -> int:
             if steps is None:
                 raise InvalidArgumentError("calibrating sigma needs --steps.")
             c = calibrate_sigma(epsilon=args.target_epsilon, delta=delta, sampling_rate=q, steps=steps,
-                                sampling=sampling, neighboring=neighboring)  # type: ignore[arg-type]
+                                sampling=sampling, neighboring=neighboring)
             print(f"calibrated sigma for epsilon <= {c.target_epsilon:g} at delta = {delta:g} after {steps} steps, "
                   f"q = {q:g} ({scheme})\n")
             rows = [["sigma", f"{c.value:.7g}", f"epsilon in {c.interval} (upper end <= target)"],
                     ["sigma x (1 - 1e-6)", f"{c.beyond_value:.7g}", f"upper end {c.beyond_upper:.10g} > target"]]
         else:
             c = calibrate_steps(epsilon=args.target_epsilon, delta=delta, sigma=args.sigma, sampling_rate=q,
-                                sampling=sampling, neighboring=neighboring)  # type: ignore[arg-type]
+                                sampling=sampling, neighboring=neighboring)
             steps = int(c.value)
             print(f"most steps with epsilon <= {c.target_epsilon:g} at delta = {delta:g}, sigma = {args.sigma:g}, "
                   f"q = {q:g} ({scheme})\n")
@@ -60,7 +66,7 @@ def run_dpsgd(args: argparse.Namespace, delta: float) -> int:
             )
         sigma = args.sigma
         iv = dpsgd_epsilon(delta=delta, sigma=sigma, sampling_rate=q, steps=steps, sampling=sampling,
-                           neighboring=neighboring)  # type: ignore[arg-type]
+                           neighboring=neighboring)
         kind = "interval of an upper bound (use the upper end)" if iv.method.startswith("upper bound") else \
             "interval (use the upper end)"
         print(f"DP-SGD: {steps} steps, sigma = {sigma:g}, q = {q:g} ({scheme}); delta = {delta:g}\n")
@@ -73,7 +79,7 @@ def run_dpsgd(args: argparse.Namespace, delta: float) -> int:
     if args.plot:
         ts = sorted({max(1, int(round(x))) for x in _geomspace(max(1, steps // 1000), steps, 8)})
         curve = dpsgd_epsilon_curve(delta=delta, sigma=sigma, sampling_rate=q, steps=ts, sampling=sampling,
-                                    neighboring=neighboring)  # type: ignore[arg-type]
+                                    neighboring=neighboring)
         _plot(curve, delta, sigma, q, args.plot)
         print(f"\nplot written to {args.plot}")
     return 0
@@ -85,7 +91,7 @@ def _geomspace(a: float, b: float, n: int) -> list[float]:
     return [a * (b / a) ** (i / (n - 1)) for i in range(n)]
 
 
-def _plot(curve, delta: float, sigma: float, q: float, path: str) -> None:  # type: ignore[no-untyped-def]
+def _plot(curve: Sequence[tuple[int, DPSGDInterval]], delta: float, sigma: float, q: float, path: str) -> None:
     try:
         import matplotlib
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
+from functools import partial
 
 from dpkit._math import Estimate
 from dpkit._table import fmt_number, render
@@ -23,7 +25,7 @@ from dpkit.errors import InvalidArgumentError, UnsupportedError
 FAMILIES = ("laplace", "gaussian", "discrete-laplace", "discrete-gaussian", "randomized-response", "finite")
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "divergence",
         help="print every divergence between the two output laws of a mechanism",
@@ -90,12 +92,12 @@ def _floats(name: str, text: str) -> list[float]:
         raise InvalidArgumentError(f"{name} must be comma-separated numbers; got {text!r}.") from None
 
 
-def _row(name: str, fn) -> list[str]:  # type: ignore[no-untyped-def]
+def _row(name: str, fn: Callable[[], Estimate]) -> list[str]:
     try:
-        v: Estimate = fn()
+        v = fn()
     except UnsupportedError as exc:
         return [name, "-", "unsupported", str(exc)[:60]]
-    kind = v.kind
+    kind: str = v.kind
     note = v.method
     if v.kind == "numerical":
         kind = f"numerical ± {v.error:.1e}"
@@ -106,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     P, Q = build_pair(args)
     alphas = _floats("--alphas", args.alphas)
     rows = [_row("KL  D(P||Q)", lambda: kl(P, Q))]
-    rows += [_row(f"Rényi D_{a:g}", lambda a=a: renyi(P, Q, a)) for a in alphas]
+    rows += [_row(f"Rényi D_{a:g}", partial(renyi, P, Q, a)) for a in alphas]
     rows += [
         _row("max divergence D_inf", lambda: max_divergence(P, Q)),
         _row(f"approx max D_inf^delta (delta={args.delta:g})", lambda: approx_max_divergence(P, Q, args.delta)),

@@ -25,7 +25,7 @@ EXAMPLE = ("dpkit query examples/transactions.csv --privacy-unit user_id --epsil
            "\"SELECT category, COUNT(*) AS purchases, AVG(amount) AS avg_amount FROM t GROUP BY category\"")
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "query",
         help="answer an aggregate SQL query over a table with differential privacy",
@@ -232,7 +232,11 @@ def run(args: argparse.Namespace) -> int:
                    max_partitions=args.max_partitions, max_rows=args.max_rows, keys=keys_arg,
                    noise=args.noise, split=_split(args.split), selection=args.selection,
                    bounding_report=not args.no_bounding_report, accuracy=accuracy or None)
-    say = (lambda msg: None) if args.quiet else (lambda msg: print(f"dpkit: {msg} ...", file=sys.stderr, flush=True))
+
+    def say(msg: str) -> None:
+        if not args.quiet:
+            print(f"dpkit: {msg} ...", file=sys.stderr, flush=True)
+
     say(f"opening {args.data} ({args.engine})")
     session = _session(args)
     try:

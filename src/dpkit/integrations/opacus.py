@@ -19,11 +19,14 @@ get_optimizer_hook_fn).  Opacus and torch are imported only by those two functio
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpkit._math import check_delta
 from dpkit.errors import ArgumentTypeError, BudgetExceededError, InvalidArgumentError
 from dpkit.guarantees import ApproxDP
+
+if TYPE_CHECKING:
+    from dpkit.accounting.dpsgd import DPSGDInterval, DPSGDStep
 
 __all__ = ["DPSGDAccountant", "opacus_accountant", "register"]
 
@@ -84,7 +87,7 @@ class DPSGDAccountant:
         return MECHANISM
 
     # ---- dpkit's extras -------------------------------------------------------------------------
-    def get_epsilon_interval(self, delta: float):  # type: ignore[no-untyped-def]
+    def get_epsilon_interval(self, delta: float) -> DPSGDInterval:
         """[lower, upper] containing epsilon(delta) (a :class:`~dpkit.accounting.DPSGDInterval`)."""
         from dpkit.accounting.dpsgd import dpsgd_epsilon
 
@@ -93,12 +96,12 @@ class DPSGDAccountant:
             raise InvalidArgumentError("no steps yet: epsilon is 0.")
         return dpsgd_epsilon(delta=d, schedule=self.schedule())
 
-    def schedule(self) -> list[Any]:
+    def schedule(self) -> list[DPSGDStep]:
         """The history as a schedule of :class:`~dpkit.accounting.DPSGDStep` phases."""
         from dpkit.accounting.dpsgd import DPSGDStep
 
-        return [DPSGDStep(sigma=s, sampling_rate=q, steps=int(t), sampling=self.sampling,  # type: ignore[arg-type]
-                          neighboring=self.neighboring) for s, q, t in self.history]  # type: ignore[arg-type]
+        return [DPSGDStep(sigma=s, sampling_rate=q, steps=int(t), sampling=self.sampling,
+                          neighboring=self.neighboring) for s, q, t in self.history]
 
     def check_step(self, *, noise_multiplier: float, sample_rate: float, steps: int = 1) -> None:
         """Raise BudgetExceededError if ``steps`` more steps would take the certified epsilon past the budget
@@ -116,7 +119,7 @@ class DPSGDAccountant:
                 try:
                     self._allowance[(sigma, q)] = int(calibrate_steps(
                         epsilon=eps_b, delta=delta_b, sigma=sigma, sampling_rate=q, sampling=self.sampling,
-                        neighboring=self.neighboring).value)  # type: ignore[arg-type]
+                        neighboring=self.neighboring).value)
                 except ValueError:
                     self._allowance[(sigma, q)] = 0
             allowed = self._allowance[(sigma, q)]
@@ -127,8 +130,8 @@ class DPSGDAccountant:
             return
         from dpkit.accounting.dpsgd import DPSGDStep, dpsgd_epsilon
 
-        sched = self.schedule() + [DPSGDStep(sigma=sigma, sampling_rate=q, steps=int(steps),  # type: ignore[arg-type]
-                                             sampling=self.sampling, neighboring=self.neighboring)]  # type: ignore[arg-type]
+        sched = self.schedule() + [DPSGDStep(sigma=sigma, sampling_rate=q, steps=int(steps),
+                                             sampling=self.sampling, neighboring=self.neighboring)]
         up = dpsgd_epsilon(delta=delta_b, schedule=sched).upper
         if up > eps_b:
             raise BudgetExceededError(f"refused: the next step would take epsilon to {up:.6g} > budget {eps_b:g} "
@@ -172,7 +175,7 @@ def _opacus_class() -> Any:
     if _OPACUS_CLASS is None:
         from opacus.accountants import IAccountant
 
-        class DpkitAccountant(DPSGDAccountant, IAccountant):  # type: ignore[misc]
+        class DpkitAccountant(DPSGDAccountant, IAccountant):  # type: ignore[misc]  # opacus is untyped: its base is Any
             """dpkit's certified PLD accountant as an Opacus IAccountant."""
 
             def __init__(self, budget: ApproxDP | None = None) -> None:

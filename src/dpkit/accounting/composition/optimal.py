@@ -27,6 +27,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -120,8 +121,9 @@ def _loss_error(n_groups: int, max_loss: float) -> float:
     return 4.0 * n_groups**2 * _U * _U * max_loss + 1e-300
 
 
-def _floor_bounds(deltas: list[tuple[float, int]]) -> tuple[float, float, object]:
+def _floor_bounds(deltas: list[tuple[float, int]]) -> tuple[float, float, Any]:
     """1 - prod_i (1 - delta_i)^count_i at 160 bits: (rounded down, rounded up, the mpf value)."""
+    # the mpf is typed Any: mpmath has no type hints
     ctx = mp()
     if any(d >= 1.0 for d, _ in deltas):
         return 1.0, 1.0, ctx.mpf(1)

@@ -34,7 +34,8 @@ def _sum_up(pairs: list[tuple[RenyiDP, int]], alpha: NDArray[np.float64]) -> NDA
     within a factor 1 - m u (u = 2^-53) of the exact one, so it is scaled by 1 + 4 m u and stepped
     one float up (:func:`dpkit._math.directed.counted_sum_up_array`).
     """
-    return counted_sum_up_array([(_values(g, alpha), count) for g, count in pairs])  # Mironov Prop 1
+    total: NDArray[np.float64] = counted_sum_up_array([(_values(g, alpha), count) for g, count in pairs])
+    return total  # Mironov Prop 1
 
 
 def compose_rdp(curves: Sequence[object]) -> RenyiDP:
