@@ -557,7 +557,8 @@ def _hist_columns(rows: Any, nk: int) -> tuple[list[Any], np.ndarray, np.ndarray
         b = rows.column(nk).to_numpy()
         w = rows.column(nk + 1).to_numpy()
     else:
-        cols = list(zip(*rows)) if rows else [()] * (nk + 2)
+        with _no_gc():
+            cols = list(zip(*rows)) if rows else [()] * (nk + 2)
         keys, b, w = list(cols[:nk]), cols[nk], cols[nk + 1]
     bucket = np.asarray(b, dtype=np.float64).astype(np.int64)  # as int(): toward zero
     return keys, bucket, np.asarray(w, dtype=np.float64)
