@@ -254,16 +254,9 @@ def finish_aggregates(plan: QueryPlan, raw: Any, hists: dict[int, list[tuple[Any
     nk = compiled.key_count
     key_cols = [raw.column(i) for i in range(nk)]
     value = {c: _floats(raw.column(nk + j)) for j, c in enumerate(compiled.columns)}
-    if distincts:  # matched to the main statement's rows by the canonical key (rare, so in Python)
-        keys_py = list(zip(*[c.to_pylist() for c in key_cols])) if nk else [()] * raw.num_rows
-        index = {_sort_key(k): i for i, k in enumerate(keys_py)}
+    if distincts:  # matched to the main statement's rows by the canonical key (as the histograms: Arrow codes)
         for i, drows in distincts.items():
-            arr = np.zeros(raw.num_rows)
-            for row in drows:
-                j = index.get(_sort_key(tuple(row[:nk])))
-                if j is not None:  # a partition with distinct values has rows in the main statement too
-                    arr[j] = float(row[nk] or 0)
-            value[f"distinct__{i}"] = arr
+            value[f"distinct__{i}"] = _distinct_values(key_cols, raw.num_rows, drows, nk)
     # the generator every release below draws from: asked before and after drawing, so that a generator
     # seeded, rewound or otherwise tampered with (the default one included) is reported as insecure
     generator = default_rng() if rng is None else rng
@@ -548,18 +541,38 @@ def _partition_index_python(released: list[Any], g: int, hist_keys: list[Any]) -
                        count=len(columns[0]) if columns else 0)
 
 
-def _hist_columns(rows: Any, nk: int) -> tuple[list[Any], np.ndarray, np.ndarray]:
-    """A histogram statement's rows (tuples from ``fetch``, or an Arrow table): key columns, bucket, weight."""
+def _statement_columns(rows: Any, nk: int, extra: int) -> tuple[list[Any], list[Any]]:
+    """A side statement's answer (tuples from ``fetch``, or an Arrow table): its key columns and the ``extra``
+    columns after them (each a sequence of Python values, or an Arrow column)."""
     import pyarrow as pa
 
     if isinstance(rows, pa.Table):
-        keys = [rows.column(i) for i in range(nk)]
-        b = rows.column(nk).to_numpy()
-        w = rows.column(nk + 1).to_numpy()
-    else:
-        with _no_gc():
-            cols = list(zip(*rows)) if rows else [()] * (nk + 2)
-        keys, b, w = list(cols[:nk]), cols[nk], cols[nk + 1]
+        return [rows.column(i) for i in range(nk)], [rows.column(nk + i) for i in range(extra)]
+    with _no_gc():
+        cols = list(zip(*rows)) if rows else [()] * (nk + extra)
+    return list(cols[:nk]), list(cols[nk:nk + extra])
+
+
+def _distinct_values(key_cols: list[Any], n: int, rows: Any, nk: int) -> np.ndarray:
+    """A distinct-count statement's counts on the main statement's ``n`` rows (0 where it has none; NULL as 0)."""
+    import pyarrow as pa
+
+    dkeys, (dcount,) = _statement_columns(rows, nk, 1)
+    out = np.zeros(n)
+    if not len(dcount):
+        return out
+    j = _partition_index(key_cols, n, dkeys)
+    hit = j >= 0  # a partition with distinct values has rows in the main statement too
+    counts = dcount if isinstance(dcount, (pa.Array, pa.ChunkedArray)) else pa.array(list(dcount))
+    out[j[hit]] = _floats(counts)[hit]
+    return out
+
+
+def _hist_columns(rows: Any, nk: int) -> tuple[list[Any], np.ndarray, np.ndarray]:
+    """A histogram statement's answer: key columns, bucket (int64), weight (float64)."""
+    keys, (b, w) = _statement_columns(rows, nk, 2)
+    b = b.to_numpy() if hasattr(b, "to_numpy") else b
+    w = w.to_numpy() if hasattr(w, "to_numpy") else w
     bucket = np.asarray(b, dtype=np.float64).astype(np.int64)  # as int(): toward zero
     return keys, bucket, np.asarray(w, dtype=np.float64)
 
