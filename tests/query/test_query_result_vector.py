@@ -26,7 +26,8 @@ import pytest
 
 from dpkit.query import Session
 from dpkit.query._post import _key_column, _nested
-from dpkit.query._result import _distinct_values, finish_aggregates, _partition_index, _partition_index_python, _quantiles, _sort_key
+from dpkit.query._result import (_distinct_values, _partition_index, _partition_index_python, _quantiles, _sort_key,
+                                  finish_aggregates)
 from dpkit.random import insecure_seeded
 
 

@@ -46,7 +46,8 @@ def _swap(sql: str, mapping: dict[str, str]) -> str:
 
 def post_process(spec: QuerySpec, keys: list[Any], n: int, values: dict[str, np.ndarray],
                  intervals: dict[str, tuple[np.ndarray, np.ndarray]], kinds: dict[str, str]
-                 ) -> tuple[list[str], list[list[Any]], dict[str, tuple[np.ndarray, np.ndarray]], list[str], list[bool]]:
+                 ) -> tuple[list[str], list[list[Any]], dict[str, tuple[np.ndarray, np.ndarray]], list[str],
+                            list[bool]]:
     """Apply the spec's outputs, HAVING, ORDER BY and LIMIT to the noisy table.
 
     Parameters
