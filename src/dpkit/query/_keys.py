@@ -80,17 +80,25 @@ def build(backend: Any, names: list[str], types: list[str], keys: Any, *, dialec
     """
     import pyarrow as pa
 
-    tag = _digest(names, types, keys)  # the same keys get the same table (reused, and shared by equal plans)
+    width = len(names)
+    # the caller's values as Arrow arrays, made once: the table is built from them alone, so they are what is hashed
+    if isinstance(keys, dict):
+        arrays = [_arrow_column(list(keys[n])) for n in names]
+    elif isinstance(keys, pa.Table):
+        arrays = []
+    else:
+        rows = list(keys)
+        arrays = [_arrow_column([r[i] for r in rows]) for i in range(width)]
+    tag = _digest(names, types, keys, arrays)  # the same keys get the same table (reused, and shared by equal plans)
     relation = relation or f"dpkit_public_keys_{tag}"
     made_here = _MADE.setdefault(backend, {})
     if relation in made_here:
         return made_here[relation]
-    width = len(names)
     if isinstance(keys, dict):  # {key: [values]}: the cross product, formed by the engine, in lexicographic order
         parts = []
-        for i, values in enumerate(keys[n] for n in names):
+        for i, values in enumerate(arrays):
             name = f"dpkit_keys_{tag}_l{i}"
-            backend.register_table(name, pa.table({"k": _arrow_column(list(values)),
+            backend.register_table(name, pa.table({"k": values,
                                                    "i": pa.array(np.arange(len(values), dtype=np.int64))}))
             parts.append(name)
         order = ", ".join(f"l{i}.i" for i in range(width))
@@ -102,8 +110,7 @@ def build(backend: Any, names: list[str], types: list[str], keys: Any, *, dialec
         backend.register_table(name, keys.append_column("__idx", pa.array(np.arange(keys.num_rows, dtype=np.int64))))
         source = f"SELECT * FROM {name}"
     else:  # a list of tuples
-        rows = list(keys)
-        table = pa.table({f"k{i}": _arrow_column([r[i] for r in rows]) for i in range(width)}
+        table = pa.table({f"k{i}": arrays[i] for i in range(width)}
                          | {"__idx": pa.array(np.arange(len(rows), dtype=np.int64))})
         name = f"dpkit_keys_{tag}"
         backend.register_table(name, table)
@@ -138,21 +145,24 @@ def forget(backend: Any) -> None:
     _MADE.pop(backend, None)
 
 
-def _digest(names: list[str], types: list[str], keys: Any) -> str:
-    """A short content hash of the keys and their target types."""
+def _digest(names: list[str], types: list[str], keys: Any, arrays: list[Any]) -> str:
+    """A short content hash of the keys (their form, and the Arrow table or arrays the engine's table is built
+    from) and their target types: equal digests, equal tables.  No ``repr`` of millions of values."""
     import hashlib
 
     import pyarrow as pa
 
+    form = "table" if isinstance(keys, pa.Table) else "product" if isinstance(keys, dict) else "rows"
+    tables = [keys] if isinstance(keys, pa.Table) else [pa.table({"a": a}) for a in arrays]  # (lengths may differ)
     h = hashlib.blake2b(digest_size=8)
-    h.update(repr((names, types)).encode())
-    if isinstance(keys, pa.Table):
+    h.update(repr((names, types, form, len(tables))).encode())
+    for table in tables:  # each an IPC stream: its schema (types) and its values
         sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, keys.schema) as writer:
-            writer.write_table(keys)
-        h.update(sink.getvalue().to_pybytes())
-    else:
-        h.update(repr(keys).encode())
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        data = sink.getvalue()
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(memoryview(data))
     return h.hexdigest()
 
 

@@ -44,15 +44,18 @@ def _swap(sql: str, mapping: dict[str, str]) -> str:
     return node.sql(dialect="duckdb")
 
 
-def post_process(spec: QuerySpec, rows: list[tuple[Any, ...]], values: dict[str, np.ndarray],
+def post_process(spec: QuerySpec, keys: list[Any], n: int, values: dict[str, np.ndarray],
                  intervals: dict[str, tuple[np.ndarray, np.ndarray]], kinds: dict[str, str]
-                 ) -> tuple[list[str], list[list[Any]], dict[str, tuple[np.ndarray, np.ndarray]], list[str]]:
+                 ) -> tuple[list[str], list[list[Any]], dict[str, tuple[np.ndarray, np.ndarray]], list[str],
+                            list[bool]]:
     """Apply the spec's outputs, HAVING, ORDER BY and LIMIT to the noisy table.
 
     Parameters
     ----------
-    rows : list of tuples
-        The released keys, one tuple per row, in the release order.
+    keys : list of Arrow arrays
+        The released keys, one array per key column, in the release order.
+    n : int
+        The number of released rows.
     values : dict
         Aggregate name -> its noisy values (one per row).
     intervals : dict
@@ -63,18 +66,17 @@ def post_process(spec: QuerySpec, rows: list[tuple[Any, ...]], values: dict[str,
     Returns
     -------
     columns, the output's columns (one list of values per column), intervals (output name -> lower and
-    upper arrays, NaN where none), key columns
+    upper arrays, NaN where none), key columns, and for each output column whether its Arrow type is nested
+    (its values are lists or dicts)
     """
     import duckdb
     import pyarrow as pa
 
     key_names = [k.name for k in spec.keys]
     agg_names = [a.name for a in spec.aggregates]
-    n = len(rows)
     cols: dict[str, Any] = {"__row": pa.array(np.arange(n, dtype=np.int64))}
-    by_key = list(zip(*rows)) if rows else [()] * len(key_names)  # one transposition at C speed
-    for i, name in enumerate(key_names):
-        cols[name] = pa.array(list(by_key[i]))
+    for name, key in zip(key_names, keys):
+        cols[name] = _key_column(key)
     lo_of, hi_of = {}, {}
     for j, name in enumerate(agg_names):
         integer = kinds[name] in ("count", "count_units", "count_distinct")
@@ -121,12 +123,40 @@ def post_process(spec: QuerySpec, rows: list[tuple[Any, ...]], values: dict[str,
         con.close()
     m = len(outputs)
     out_columns = [got.column(1 + 3 * i).to_pylist() for i in range(m)]
+    nested = [_nested(got.column(1 + 3 * i).type) for i in range(m)]
     out_intervals: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for i, o in enumerate(outputs):
         if o.name in key_columns:
             continue
         out_intervals[o.name] = (_floats(got.column(2 + 3 * i)), _floats(got.column(3 + 3 * i)))
-    return [o.name for o in outputs], out_columns, out_intervals, key_columns
+    return [o.name for o in outputs], out_columns, out_intervals, key_columns, nested
+
+
+# Arrow types that a column of Python values converts back to unchanged (pa.array infers the same type and the
+# same values): such a key column goes to the noisy table as it is, any other through its Python values, so that
+# the expressions see the types they always saw
+_SAME_TYPES = ("int64", "double", "string", "bool", "date32[day]")
+
+
+def _key_column(column: Any) -> Any:
+    """A released key column for the noisy table: typed as ``pa.array`` types its Python values."""
+    import pyarrow as pa
+
+    col = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if str(col.type) in _SAME_TYPES and col.null_count < len(col):  # all NULL (or none): pa.array makes type null
+        return col
+    return pa.array(col.to_pylist())
+
+
+def _nested(arrow_type: Any) -> bool:
+    """Whether a column's Python values are nested (lists, dicts): from its Arrow type."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(arrow_type):
+        return _nested(arrow_type.value_type)
+    if isinstance(arrow_type, pa.ExtensionType):
+        return True
+    return bool(pa.types.is_nested(arrow_type))
 
 
 def _floats(column: Any) -> np.ndarray:

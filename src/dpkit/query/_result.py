@@ -11,16 +11,20 @@ exponential mechanism's rank-error bound instead.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import gc
 import math
 import struct
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dpkit.query._keys import release_order
+from dpkit.query._post import _nested as _nested_type
 from dpkit.query._post import needs_post, post_process
 from dpkit.random import default_rng, is_insecure
 
@@ -36,13 +40,37 @@ class _FrozenTable(tuple):  # type: ignore[type-arg]
     __slots__ = ()
 
 
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """The cyclic garbage collector paused while a result's millions of tuples are made (they form no cycles).
+
+    Each collection walks every tracked object, so building 10^6 row tuples with it on costs about twice the
+    allocation itself; reference counting still frees everything as usual.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _frozen_table(columns: list[list[Any]], nested: list[bool]) -> _FrozenTable:
     """Rows (tuples) from columns of Python values; only a column of nested values (lists, maps) is walked.
 
     O(cells) at C speed for flat columns: a result of 10^6 groups is not visited value by value.
     """
-    cols = [[_frozen(v) for v in col] if deep else col for col, deep in zip(columns, nested)]
-    return _FrozenTable(zip(*cols)) if cols else _FrozenTable()
+    with _no_gc():
+        cols = [[_frozen(v) for v in col] if deep else col for col, deep in zip(columns, nested)]
+        return _FrozenTable(zip(*cols)) if cols else _FrozenTable()
+
+
+def _interval_table(lo: Any, hi: Any) -> _FrozenTable:
+    """((lo, hi), ...) as Python floats, one pair per row."""
+    with _no_gc():
+        return _FrozenTable(zip(np.asarray(lo, dtype=float).reshape(-1).tolist(),
+                                np.asarray(hi, dtype=float).reshape(-1).tolist()))
 
 
 def _frozen(value: Any) -> Any:
@@ -226,16 +254,9 @@ def finish_aggregates(plan: QueryPlan, raw: Any, hists: dict[int, list[tuple[Any
     nk = compiled.key_count
     key_cols = [raw.column(i) for i in range(nk)]
     value = {c: _floats(raw.column(nk + j)) for j, c in enumerate(compiled.columns)}
-    if distincts:  # matched to the main statement's rows by the canonical key (rare, so in Python)
-        keys_py = list(zip(*[c.to_pylist() for c in key_cols])) if nk else [()] * raw.num_rows
-        index = {_sort_key(k): i for i, k in enumerate(keys_py)}
+    if distincts:  # matched to the main statement's rows by the canonical key (as the histograms: Arrow codes)
         for i, drows in distincts.items():
-            arr = np.zeros(raw.num_rows)
-            for row in drows:
-                j = index.get(_sort_key(tuple(row[:nk])))
-                if j is not None:  # a partition with distinct values has rows in the main statement too
-                    arr[j] = float(row[nk] or 0)
-            value[f"distinct__{i}"] = arr
+            value[f"distinct__{i}"] = _distinct_values(key_cols, raw.num_rows, drows, nk)
     # the generator every release below draws from: asked before and after drawing, so that a generator
     # seeded, rewound or otherwise tampered with (the default one included) is reported as insecure
     generator = default_rng() if rng is None else rng
@@ -244,7 +265,7 @@ def finish_aggregates(plan: QueryPlan, raw: Any, hists: dict[int, list[tuple[Any
     if not spec.keys or plan.public_keys is not None:
         # one row (the whole table), or one row per public key in the keys' order (the statement's order)
         rows_idx = np.arange(raw.num_rows, dtype=np.int64)
-        key_lists = [c.to_pylist() for c in key_cols]
+        key_arrays = key_cols
     else:
         sel = split.selection
         assert sel is not None
@@ -255,15 +276,11 @@ def finish_aggregates(plan: QueryPlan, raw: Any, hists: dict[int, list[tuple[Any
             rows_idx = order[noisy >= tau]
         else:
             rows_idx = order
-        key_lists = [c.take(rows_idx).to_pylist() for c in key_cols]
+        key_arrays = [c.take(rows_idx) for c in key_cols]
         selection_info = {"threshold": tau, "epsilon": sel.epsilon, "delta": sel.delta_spent, "noise": sel.noise,
                           "noise_scale": sel.scale, "released": int(rows_idx.size),
                           "candidates_considered": "not released"}
     g = int(rows_idx.size)
-    # the released keys as tuples, made only where a step needs them (quantiles, post-processing)
-    def partitions() -> list[tuple[Any, ...]]:
-        return list(zip(*key_lists)) if key_lists else [()] * g
-
     per_agg: dict[str, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
     scales: dict[str, dict[str, float]] = {}
     quantile_details: dict[str, Any] = {}
@@ -271,7 +288,7 @@ def finish_aggregates(plan: QueryPlan, raw: Any, hists: dict[int, list[tuple[Any
     for m in split.measurements:
         level = 1.0 - (1.0 - confidence) / n_prims[m.aggregate]
         if m.noise == "exponential":
-            vals, gaps = _quantiles(plan, m, partitions(), hists, rng, level)
+            vals, gaps = _quantiles(plan, m, key_arrays, g, hists, rng, level)
             per_agg.setdefault(m.aggregate, {})[m.primitive] = (vals, np.full(g, np.nan), np.full(g, np.nan))
             scales.setdefault(m.aggregate, {})[m.primitive] = m.scale(g)
             quantile_details[m.aggregate] = {"rank_error_bound": gaps, "level": level,
@@ -340,25 +357,20 @@ def finish_aggregates(plan: QueryPlan, raw: Any, hists: dict[int, list[tuple[Any
     if needs_post(spec):
         kinds = {a.name: a.kind for a in spec.aggregates}
         typed = {a.name: _typed(values[a.name], temporal.get(a.name)) for a in spec.aggregates}
-        columns, by_column, post_intervals, key_columns = post_process(spec, partitions(), typed, intervals, kinds)
+        columns, by_column, post_intervals, key_columns, nested = post_process(spec, key_arrays, g, typed,
+                                                                               intervals, kinds)
         keyset = set(key_columns)
-        out_rows = _frozen_table(
-            by_column,
-            [
-                name in keyset and any(isinstance(v, (list, dict, np.ndarray)) for v in col)
-                for name, col in zip(columns, by_column)
-            ],
-        )
-        out_intervals = {name: _FrozenTable(zip(lo.tolist(), hi.tolist())) for name, (lo, hi) in post_intervals.items()}
+        # only a key column can hold nested values (an aggregate's output is a number, a date or a timestamp);
+        # whether it does is read from its Arrow type, not from its values
+        out_rows = _frozen_table(by_column, [name in keyset and deep for name, deep in zip(columns, nested)])
+        out_intervals = {name: _interval_table(lo, hi) for name, (lo, hi) in post_intervals.items()}
     else:
         key_columns = [k.name for k in spec.keys]
+        key_lists = [c.to_pylist() for c in key_arrays]
         value_lists = [_py_column(values[a.name], a.kind, temporal.get(a.name)) for a in spec.aggregates]
         out_rows = _frozen_table(key_lists + value_lists,
-                                 [any(isinstance(v, (list, dict, np.ndarray)) for v in col) for col in key_lists]
-                                 + [False] * len(value_lists))
-        out_intervals = {a.name: _FrozenTable(zip(np.asarray(intervals[a.name][0], dtype=float).tolist(),
-                                                  np.asarray(intervals[a.name][1], dtype=float).tolist()))
-                         for a in spec.aggregates}
+                                 [_nested_type(c.type) for c in key_arrays] + [False] * len(value_lists))
+        out_intervals = {a.name: _interval_table(*intervals[a.name]) for a in spec.aggregates}
     if temporal:
         details["temporal"] = {name: f"{kind}s: quantiles are computed on days (dates) or seconds (timestamps) "
                                      "since 1970-01-01" for name, kind in temporal.items()}
@@ -477,31 +489,131 @@ def _width(plan: QueryPlan, m: Any) -> float:
     return (v.hi - v.lo) / plan.compiled.buckets
 
 
-def _quantiles(plan: QueryPlan, m: Any, partitions: list[tuple[Any, ...]], hists: dict[int, list[tuple[Any, ...]]],
+# key types whose values compare in Arrow exactly as their Python values do (floats by their bits, as _total):
+# the histogram rows are matched to the released partitions on these by Arrow; any other type in Python
+_MATCHED_IN_ARROW = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float", "double",
+                     "halffloat", "string", "large_string", "bool", "date32[day]", "binary", "large_binary")
+
+
+def _partition_index(keys: list[Any], g: int, hist_keys: list[Any]) -> np.ndarray:
+    """For each histogram row (its key columns), the index of its partition among the ``g`` released ones, or -1.
+
+    The match is :func:`_sort_key` equality: NULL matches NULL, a float matches the same bits.  Vectorised
+    (Arrow dictionary codes, a NumPy search) where every key type is in ``_MATCHED_IN_ARROW``; else in Python.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from dpkit.query._keys import _sortable
+
+    n = len(hist_keys[0]) if hist_keys else 0
+    if not keys:  # no GROUP BY: every row belongs to the one partition
+        return np.zeros(n, dtype=np.int64) if g else np.full(n, -1, dtype=np.int64)
+    released = [k.combine_chunks() if isinstance(k, pa.ChunkedArray) else k for k in keys]
+    codes: list[np.ndarray] = []
+    try:
+        for col, hist in zip(released, hist_keys):
+            if str(col.type) not in _MATCHED_IN_ARROW:
+                raise TypeError(col.type)
+            h = hist.combine_chunks() if isinstance(hist, pa.ChunkedArray) else hist
+            h = h.cast(col.type) if isinstance(h, pa.Array) else pa.array(list(h), type=col.type)
+            both = _sortable(pa.concat_arrays([col, h]))
+            enc = pc.dictionary_encode(both, null_encoding="encode")
+            codes.append(np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError, OverflowError):
+        return _partition_index_python(released, g, hist_keys)
+    if len(codes) == 1:
+        code = codes[0]
+    else:
+        code = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    mine, theirs = code[:g], code[g:]
+    order = np.argsort(mine, kind="stable")
+    pos = np.searchsorted(mine[order], theirs)
+    pos_c = np.minimum(pos, max(g - 1, 0))
+    hit = (pos < g) & (mine[order][pos_c] == theirs) if g else np.zeros(n, dtype=bool)
+    return np.where(hit, order[pos_c] if g else 0, -1).astype(np.int64)
+
+
+def _partition_index_python(released: list[Any], g: int, hist_keys: list[Any]) -> np.ndarray:
+    index = {_sort_key(k): i for i, k in enumerate(zip(*[c.to_pylist() for c in released]))}
+    columns = [h.to_pylist() if hasattr(h, "to_pylist") else list(h) for h in hist_keys]
+    return np.fromiter((index.get(_sort_key(k), -1) for k in zip(*columns)), dtype=np.int64,
+                       count=len(columns[0]) if columns else 0)
+
+
+def _statement_columns(rows: Any, nk: int, extra: int) -> tuple[list[Any], list[Any]]:
+    """A side statement's answer (tuples from ``fetch``, or an Arrow table): its key columns and the ``extra``
+    columns after them (each a sequence of Python values, or an Arrow column)."""
+    import pyarrow as pa
+
+    if isinstance(rows, pa.Table):
+        return [rows.column(i) for i in range(nk)], [rows.column(nk + i) for i in range(extra)]
+    with _no_gc():
+        cols = list(zip(*rows)) if rows else [()] * (nk + extra)
+    return list(cols[:nk]), list(cols[nk:nk + extra])
+
+
+def _distinct_values(key_cols: list[Any], n: int, rows: Any, nk: int) -> np.ndarray:
+    """A distinct-count statement's counts on the main statement's ``n`` rows (0 where it has none; NULL as 0)."""
+    import pyarrow as pa
+
+    dkeys, (dcount,) = _statement_columns(rows, nk, 1)
+    out = np.zeros(n)
+    if not len(dcount):
+        return out
+    j = _partition_index(key_cols, n, dkeys)
+    hit = j >= 0  # a partition with distinct values has rows in the main statement too
+    counts = dcount if isinstance(dcount, (pa.Array, pa.ChunkedArray)) else pa.array(list(dcount))
+    out[j[hit]] = _floats(counts)[hit]
+    return out
+
+
+def _hist_columns(rows: Any, nk: int) -> tuple[list[Any], np.ndarray, np.ndarray]:
+    """A histogram statement's answer: key columns, bucket (int64), weight (float64)."""
+    keys, (b, w) = _statement_columns(rows, nk, 2)
+    b = b.to_numpy() if hasattr(b, "to_numpy") else b
+    w = w.to_numpy() if hasattr(w, "to_numpy") else w
+    bucket = np.asarray(b, dtype=np.float64).astype(np.int64)  # as int(): toward zero
+    return keys, bucket, np.asarray(w, dtype=np.float64)
+
+
+def _quantiles(plan: QueryPlan, m: Any, keys: list[Any], g: int, hists: dict[int, Any],
                rng: Any, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """One exponential-mechanism release per released partition, over its histogram's ``buckets + 1`` edges.
+
+    The histograms are built as arrays (a block of partitions at a time, each row the partition's weighted
+    bucket counts); the releases stay one call per partition, the mechanism's exact sampler.
+    """
     v = plan.values[m.aggregate]
     b = plan.compiled.buckets
     nk = plan.compiled.key_count
-    table: dict[tuple[Any, ...], np.ndarray] = {}
-    for row in hists[v.index]:
-        key = _sort_key(tuple(row[:nk]))
-        h = table.setdefault(key, np.zeros(b))
-        h[int(row[nk])] += float(row[nk + 1])
-    mech = m.mechanism(len(partitions))
-    out, gaps = np.zeros(len(partitions)), np.zeros(len(partitions))
+    hist_keys, bucket, weight = _hist_columns(hists[v.index], nk)
+    part = _partition_index(keys, g, hist_keys) if bucket.size else np.zeros(0, dtype=np.int64)
+    keep = part >= 0
+    part, bucket, weight = part[keep], bucket[keep], weight[keep]
+    by_part = np.argsort(part, kind="stable")  # rows of one partition together, in their fetch order
+    part, bucket, weight = part[by_part], bucket[by_part], weight[by_part]
+    mech = m.mechanism(g)
+    out, gaps = np.zeros(g), np.zeros(g)
     assert v.lo is not None and v.hi is not None
     edges = v.lo + (v.hi - v.lo) * np.arange(b + 1) / b
-    for i, key in enumerate(partitions):
-        h = table.get(_sort_key(key), np.zeros(b))
-        below = np.concatenate([[0.0], np.cumsum(h)])  # weighted count below each edge
+    block = max(1, (1 << 21) // max(b, 1))  # partitions a block: a (block x buckets) array of about 16 MB
+    for start in range(0, g, block):
+        stop = min(g, start + block)
+        lo_row, hi_row = np.searchsorted(part, [start, stop])
+        h = np.zeros((stop - start, b))
+        np.add.at(h, (part[lo_row:hi_row] - start, bucket[lo_row:hi_row]), weight[lo_row:hi_row])
+        below = np.concatenate([np.zeros((stop - start, 1)), np.cumsum(h, axis=1)], axis=1)
         if m.extreme == "min":  # buckets: the first non-empty one scores 0, every other at most -1
-            util = -below[:-1] - (h <= 0.0)
+            util = -below[:, :-1] - (h <= 0.0)
         elif m.extreme == "max":
-            util = -(below[-1] - below[1:]) - (h <= 0.0)
+            util = -(below[:, -1:] - below[:, 1:]) - (h <= 0.0)
         else:
-            util = -np.abs(below - m.q * below[-1])
-        rel = mech.release(util, rng=rng, confidence=level)
-        j = int(rel.value)
-        out[i] = edges[j + 1] if m.extreme == "max" else edges[j]  # MIN: its bucket's low edge; MAX: high edge
-        gaps[i] = float(rel.details.get("utility_gap_bound", np.nan))
+            util = -np.abs(below - m.q * below[:, -1:])
+        for r in range(stop - start):
+            rel = mech.release(util[r], rng=rng, confidence=level)
+            j = int(rel.value)
+            i = start + r
+            out[i] = edges[j + 1] if m.extreme == "max" else edges[j]  # MIN: its bucket's low edge; MAX: high edge
+            gaps[i] = float(rel.details.get("utility_gap_bound", np.nan))
     return out, gaps
