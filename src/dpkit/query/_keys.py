@@ -125,8 +125,8 @@ def build(backend: Any, names: list[str], types: list[str], keys: Any, *, dialec
                                        f"{[r[0] for r in bad]}. Give values of that type (or text it converts from).")
     cast = ", ".join(f"TRY_CAST(k{i} AS {t}) AS c{i}" for i, t in enumerate(types))
     group = ", ".join(f"c{i}" for i in range(width))
-    backend.create_temp(relation, f"SELECT MIN(__idx) AS __idx, {group} FROM (SELECT __idx, {cast} FROM ({source}) AS s) "
-                                  f"AS c GROUP BY {group}")
+    backend.create_temp(relation, f"SELECT MIN(__idx) AS __idx, {group} FROM (SELECT __idx, {cast} FROM "
+                                  f"({source}) AS s) AS c GROUP BY {group}")
     count = int(backend.fetch(f"SELECT COUNT(*) FROM {relation}")[0][0])
     if count == 0:
         raise InvalidArgumentError("the list of public keys is empty.")
@@ -200,5 +200,6 @@ def release_order(columns: list[Any]) -> np.ndarray:
     # the sort's own placement of nulls never matters
     table = pa.table({name: col for i, c in enumerate(cols)
                       for name, col in ((f"n{i}", pc.cast(pc.is_valid(c), pa.int8())), (f"s{i}", _sortable(c)))})
-    idx = pc.sort_indices(table, sort_keys=[(name, "ascending") for i in range(len(cols)) for name in (f"n{i}", f"s{i}")])
+    idx = pc.sort_indices(table, sort_keys=[(name, "ascending") for i in range(len(cols))
+                                            for name in (f"n{i}", f"s{i}")])
     return np.asarray(idx.to_numpy(zero_copy_only=False), dtype=np.int64)

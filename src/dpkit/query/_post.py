@@ -87,7 +87,8 @@ def post_process(spec: QuerySpec, keys: list[Any], n: int, values: dict[str, np.
             cols[name] = pa.array(list(v))
         lo, hi = intervals[name]
         lo_of[name], hi_of[name] = f"__lo{j}", f"__hi{j}"
-        cols[f"__lo{j}"], cols[f"__hi{j}"] = pa.array(np.asarray(lo, dtype=float)), pa.array(np.asarray(hi, dtype=float))
+        cols[f"__lo{j}"] = pa.array(np.asarray(lo, dtype=float))
+        cols[f"__hi{j}"] = pa.array(np.asarray(hi, dtype=float))
     table = pa.table(cols)
 
     outputs = spec.outputs or (

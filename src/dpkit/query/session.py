@@ -427,9 +427,9 @@ class Session:
         plan_split = self._split(spec, values, eps, dl, k_eff, l_max, noise, split, select, selection,
                                  bool(bounding_report), rho=r)
         salt = secrets.token_hex(16)
-        def build(relation: str) -> Compiled:
+        def build(relation: str, keys: PublicKeys | None = public) -> Compiled:
             return compile_query(spec, privacy_unit=self.privacy_unit, values=values, max_partitions=k_max,
-                                 max_rows=l_max, public_keys=public, salt=salt, buckets=buckets,
+                                 max_rows=l_max, public_keys=keys, salt=salt, buckets=buckets,
                                  partition_order=partition_order, relation=relation,
                                  public=self._relations(), report=bool(bounding_report))
 
@@ -594,7 +594,7 @@ class Session:
                 "A per-unit subquery (FROM (SELECT unit, ... GROUP BY unit)) has one row per unit and needs none.")
         return k, _check_int("max_rows", rows)
 
-    def _bind(self, compiled: Compiled, build: Callable[[str], Compiled]) -> None:
+    def _bind(self, compiled: Compiled, build: Callable[[str, PublicKeys | None], Compiled]) -> None:
         """Bind every statement of the plan against the schema, running nothing, so that an error the schema
         alone determines (an unknown function, a type mismatch) is raised before anything is reserved.
 
@@ -606,7 +606,9 @@ class Session:
             for statement in compiled.statements(self._backend.dialect):
                 self._backend.check(statement)
             if isinstance(self._backend, DuckDBBackend):
-                for statement in build(self._backend.empty_copy()).strict_statements("duckdb"):
+                # the user's expressions are the same with or without the public keys; without them the check
+                # does not join (and scan) a large public key table
+                for statement in build(self._backend.empty_copy(), None).strict_statements("duckdb"):
                     self._backend.run_on_empty(statement)
         except Exception as exc:  # noqa: BLE001 - no row was read, so the engine's message is safe to show
             raise InvalidArgumentError(f"the {self.engine} engine cannot run this query ({type(exc).__name__}): "
