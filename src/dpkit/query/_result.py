@@ -511,10 +511,10 @@ def _partition_index(keys: list[Any], g: int, hist_keys: list[Any]) -> np.ndarra
         return np.zeros(n, dtype=np.int64) if g else np.full(n, -1, dtype=np.int64)
     released = [k.combine_chunks() if isinstance(k, pa.ChunkedArray) else k for k in keys]
     codes: list[np.ndarray] = []
+    if any(str(col.type) not in _MATCHED_IN_ARROW for col in released):
+        return _partition_index_python(released, g, hist_keys)  # types Arrow and Python compare differently
     try:
         for col, hist in zip(released, hist_keys):
-            if str(col.type) not in _MATCHED_IN_ARROW:
-                raise TypeError(col.type)
             h = hist.combine_chunks() if isinstance(hist, pa.ChunkedArray) else hist
             h = h.cast(col.type) if isinstance(h, pa.Array) else pa.array(list(h), type=col.type)
             both = _sortable(pa.concat_arrays([col, h]))
