@@ -27,7 +27,7 @@ test: $(STAMP)
 
 # Static checks, run by .ci/run beside the tests: ruff (rule set in pyproject.toml) over the code and
 # tests, the import contracts (layers; no package imports another's private module), and mypy --strict
-# over the modules listed in pyproject.toml's [tool.mypy] files.
+# over all of src/dpkit ([tool.mypy] in pyproject.toml).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests tools docs
 	PYTHONPATH=. $(VENV)/bin/lint-imports

@@ -128,7 +128,7 @@ class Factor:
 
     @property
     def losses(self) -> Array:
-        return (self.offset + np.arange(self.mass.size)) * self.grid
+        return np.asarray((self.offset + np.arange(self.mass.size)) * self.grid, dtype=np.float64)
 
     def log_mgf(self, lam: float) -> float:
         """ln sum_j m_j e^{lam l_j} (the finite part)."""
@@ -196,7 +196,7 @@ class Tilted:
 
     @property
     def losses(self) -> Array:
-        return (self.start + np.arange(self.out.size)) * self.grid
+        return np.asarray((self.start + np.arange(self.out.size)) * self.grid, dtype=np.float64)
 
     @property
     def window(self) -> tuple[float, float]:
@@ -225,7 +225,7 @@ class Tilted:
             j1 = min(j1, j0 + int(60.0 / (lam * g)) + 2)
             if j1 < self.out.size:
                 rest = self.C - lam * (self.start + j1) * g + math.log1p(min(1.0, math.sqrt(self.out.size) * self.err2))
-        s = (self.start + j0 + np.arange(j1 - j0)) * g
+        s = np.asarray((self.start + j0 + np.arange(j1 - j0)) * g, dtype=np.float64)
         return s, self.out[j0:j1], rest
 
     def log_tail_prob(self, x: float) -> float:
@@ -382,9 +382,9 @@ def _window_tilt(logs: Sequence[tuple[Array, Array, int]], lam: float, lam_min: 
     var = 0.0
     for lm, losses, k in logs:
         t = lm + lam * losses
-        w = np.exp(t - _lse(t))
-        mu = float(np.dot(w, losses))
-        var += k * float(np.dot(w, (losses - mu) ** 2))
+        wt = np.exp(t - _lse(t))
+        mu = float(np.dot(wt, losses))
+        var += k * float(np.dot(wt, (losses - mu) ** 2))
     x_low = center - 2.0 * math.sqrt(var)
     best = None
     for a in alphas:
@@ -440,12 +440,12 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
         c = _lse(t)
         if not math.isfinite(c):
             raise InvalidArgumentError("a factor has no finite mass to compose.")
-        a = np.exp(t - c)
-        tilted.append(a)
+        tilted_f = np.exp(t - c)
+        tilted.append(tilted_f)
         cs.append(c)
-        mu = float(np.dot(a, losses))
+        mu = float(np.dot(tilted_f, losses))
         means += k * mu
-        var += k * float(np.dot(a, (losses - mu) ** 2))
+        var += k * float(np.dot(tilted_f, (losses - mu) ** 2))
         rel += k * (2.0 * abs(lam) * float(np.max(np.abs(losses))) + abs(c) + 8.0) * _U
         lo_support += k * f.offset
         hi_support += k * (f.offset + f.mass.size - 1)
@@ -532,11 +532,11 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
     u_fwd = _U_EXT if extended else _U
     spectrum = None
     fresh_in, rel_power = 0.0, 0.0
-    for (f, k), a, a2 in zip(items, tilted, a2s):
-        idx = (f.offset + np.arange(a.size)) % size
-        folded = np.bincount(idx, weights=a, minlength=size) if a.size > size else np.roll(
-            np.pad(a, (0, size - a.size)), f.offset % size)
-        fold_err = (a.size / size + 1.0) * _U if a.size > size else 0.0
+    for (f, k), tf, a2 in zip(items, tilted, a2s):
+        idx = (f.offset + np.arange(tf.size)) % size
+        folded = np.bincount(idx, weights=tf, minlength=size) if tf.size > size else np.roll(
+            np.pad(tf, (0, size - tf.size)), f.offset % size)
+        fold_err = (tf.size / size + 1.0) * _U if tf.size > size else 0.0
         z = sp_fft.rfft(folded.astype(np.longdouble) if extended else folded).astype(np.complex128)
         with np.errstate(divide="ignore", invalid="ignore", under="ignore", over="ignore"):
             mod = np.abs(z)

@@ -433,7 +433,7 @@ def log_delta_bounds(directions: Sequence[Parts], epsilon: float, *, grid: float
     if not live:
         return -math.inf, -math.inf
 
-    def one(parts: Parts, gfac: float, cap: int = 0) -> tuple[float, float, float, float]:
+    def one(parts: Parts, gfac: float, cap: int = 0) -> tuple[float, float, float, float, int]:
         ts = compose_parts(parts, eps=epsilon, grid=grid, grid_factor=gfac, max_points=cap)
         lo = ts[False].log_delta_bound(epsilon)
         hi = ts[True].log_delta_bound(epsilon)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from dpkit._math import Estimate, check_delta, check_epsilon
 from dpkit._math.directed import down, up
@@ -88,7 +88,7 @@ def check_budget(budget: object) -> Budget:
         if not budget.orders:
             raise InvalidArgumentError(
                 "a RenyiDP budget needs finitely many orders (RenyiDP(orders=..., epsilons=...)).")
-        if max(float(a) for a in budget.orders) > ORDERS[-1]:  # type: ignore[union-attr]
+        if max(float(a) for a in budget.orders) > ORDERS[-1]:
             raise InvalidArgumentError(
                 f"a RenyiDP budget's orders must be at most {ORDERS[-1]:g} (the core's largest order).")
     if isinstance(budget, ApproxDP) and float(budget.delta) >= 1.0:
@@ -196,7 +196,7 @@ class Accountant:
             return new_state, self._rule, (new_state._n, item.key, a[2] - count)
         for m in ("basic", "gdp", "zcdp", "rdp"):
             try:
-                if float(new_state.epsilon(delta_b, method=m)) <= eps_b:  # type: ignore[arg-type]
+                if float(new_state.epsilon(delta_b, method=m)) <= eps_b:
                     return new_state, self._rule, None
             except UnsupportedError:
                 continue
@@ -274,11 +274,11 @@ class Accountant:
             f = self._rule.filters[0]
             used = {ORDERS[i]: u for i, u in zip(f.orders, f.rdp_used)}
             orders = [float(a) for a in b.orders]  # type: ignore[union-attr]
-            left = []
+            left_at: list[float] = []
             for a in orders:
                 i = next(j for j, o in enumerate(ORDERS) if o >= a)
-                left.append(max(0.0, down(Fraction(float(b.epsilon(a))) - used[ORDERS[i]])))
-            return RenyiDP(orders=orders, epsilons=left, description="remaining budget")
+                left_at.append(max(0.0, down(Fraction(float(b.epsilon(a))) - used[ORDERS[i]])))
+            return RenyiDP(orders=orders, epsilons=left_at, description="remaining budget")
         eps_b, delta_b = float(b.epsilon), float(b.delta)
         if not self._adaptive:
             if not self._spends:
@@ -320,7 +320,7 @@ class Accountant:
         if isinstance(b, RenyiDP):
             f = rule.filters[0]
             used_at = {ORDERS[i]: u for i, u in zip(f.orders, f.rdp_used)}
-            orders = [float(a) for a in b.orders]  # type: ignore[union-attr, arg-type]
+            orders = [float(a) for a in b.orders]  # type: ignore[union-attr]  # a RenyiDP budget has orders
             eps = [up(used_at[next(o for o in ORDERS if o >= a)]) for a in orders]
             return RenyiDP(orders=orders, epsilons=eps, description="spent")
         if not self._adaptive:
@@ -347,7 +347,8 @@ class Accountant:
         return out
 
     def _search_pure(self) -> float:
-        lo, hi = 0.0, float(self._budget.epsilon)  # type: ignore[union-attr]
+        # only an ApproxDP budget searches for its largest pure spend
+        lo, hi = 0.0, float(cast(ApproxDP, self._budget).epsilon)
         if self._rule.admit(as_item(PureDP(hi)), 1) is not None:
             return hi
         for _ in range(60):
@@ -399,7 +400,7 @@ class Accountant:
         best: Estimate | None = None
         for m in ("basic", "gdp", "zcdp", "rdp"):
             try:
-                v = self._state.epsilon(x, method=m) if what == "epsilon" else self._state.delta(x, method=m)  # type: ignore[arg-type]
+                v = self._state.epsilon(x, method=m) if what == "epsilon" else self._state.delta(x, method=m)
             except UnsupportedError:
                 continue
             if best is None or float(v) < float(best):
@@ -420,7 +421,7 @@ class Accountant:
         rows = []
         for method in ("basic", "gdp", "zcdp", "rdp", "pld"):
             try:
-                v = self._state.epsilon(d, method=method)  # type: ignore[arg-type]
+                v = self._state.epsilon(d, method=method)
                 rows.append(MethodReport(method, float(v), v.kind, ADAPTIVE_VALID[method], v.method))
             except UnsupportedError as exc:
                 rows.append(MethodReport(method, math.nan, "n/a", ADAPTIVE_VALID[method], str(exc)[:100]))

@@ -119,7 +119,8 @@ def rdp_budgets(epsilon: float, delta: float) -> NDArray[np.float64]:
     lowered by a relative 1e-12 (<= 0 where the order cannot meet the budget at all)."""
     a = _ORD
     b = epsilon - np.log1p(-1.0 / a) + (math.log(delta) + np.log(a)) / (a - 1.0)
-    return b - np.abs(b) * 1e-12 - 1e-300
+    out: NDArray[np.float64] = b - np.abs(b) * 1e-12 - 1e-300
+    return out
 
 
 # ---- one filter ------------------------------------------------------------------------------------

@@ -164,7 +164,8 @@ def _pure_rdp(epsilon: float) -> NDArray[np.float64]:
     den = np.logaddexp(0.0, epsilon)
     v = (num - den) / (a - 1.0)
     v = np.minimum(np.maximum(v, 0.0), epsilon)
-    return np.nextafter(v * (1.0 + 1e-13), np.inf)
+    out: NDArray[np.float64] = np.nextafter(v * (1.0 + 1e-13), np.inf)
+    return out
 
 
 def _gauss_rdp(mu: float) -> NDArray[np.float64]:
@@ -227,7 +228,7 @@ def _from_guarantee(g: Any, label: str | None) -> PrivacyItem:
         if g.orders is None:
             raise UnsupportedError("a RenyiDP given by a callable curve cannot be accounted; give it at finitely "
                                    "many orders (RenyiDP(orders=..., epsilons=...)).")
-        orders = [float(a) for a in g.orders]  # type: ignore[union-attr]
+        orders = [float(a) for a in g.orders]
         eps = [float(g.epsilon(a)) for a in orders]
         return PrivacyItem(label=label or "RenyiDP", event={"type": "RenyiDP", "orders": [repr(a) for a in orders],
                                                            "epsilons": [repr(e) for e in eps]},

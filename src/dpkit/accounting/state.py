@@ -158,6 +158,10 @@ class AccountingState:
     __slots__ = ("_log", "_n", "count", "pure", "basic_epsilon", "basic_delta", "rho", "mu2", "rdp",
                  "_laws_cache", "_answers")
 
+    _log: list[tuple[PrivacyItem, int]]  # shared, append-only; this snapshot is its first _n entries
+    _n: int
+    _laws_cache: Any  # None until read, "none" if some entry has no law, else the grouped laws
+    _answers: dict[Any, Any]  # memoised epsilon/delta answers of this snapshot
     count: int
     pure: float
     basic_epsilon: float

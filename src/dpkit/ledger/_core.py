@@ -241,7 +241,7 @@ def over_spent(budget: Budget, state: AccountingState, where: str) -> Budget:
         if isinstance(budget, GaussianDP):
             return GaussianDP(math.nextafter(math.sqrt(state.mu2), math.inf))
         if isinstance(budget, RenyiDP):
-            orders = [float(a) for a in budget.orders]  # type: ignore[union-attr, arg-type]
+            orders = [float(a) for a in budget.orders]  # type: ignore[union-attr]  # a RenyiDP budget has orders
             at = dict(zip(ORDERS, state.rdp.tolist()))
             return RenyiDP(orders=orders, epsilons=[at[next(o for o in ORDERS if o >= a)] for a in orders])
         if math.isfinite(state.basic_epsilon):
