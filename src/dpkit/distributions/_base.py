@@ -19,20 +19,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from dpkit.errors import ArgumentTypeError, InvalidArgumentError
+from dpkit.errors import InvalidArgumentError
 
 Array = NDArray[np.float64]
-
-
-def resolve_rng(rng: np.random.Generator | None) -> np.random.Generator:
-    """Return ``rng``, or the secure default generator when it is ``None``."""
-    if rng is None:
-        from dpkit.random import default_rng
-
-        return default_rng()
-    if not isinstance(rng, np.random.Generator):
-        raise ArgumentTypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}.")
-    return rng
 
 
 def check_size(size: int | tuple[int, ...]) -> int | tuple[int, ...]:

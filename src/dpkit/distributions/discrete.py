@@ -10,7 +10,8 @@ from numpy.typing import ArrayLike
 from scipy import special
 
 from dpkit._math import check_positive, check_probability
-from dpkit.distributions._base import Array, DiscreteDistribution, as_array, check_size, resolve_rng
+from dpkit.distributions._base import Array, DiscreteDistribution, as_array, check_size
+from dpkit.random.exact import check_rng
 from dpkit.distributions.theta import log_theta, second_moment
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError
 
@@ -104,7 +105,7 @@ class DiscreteLaplace(DiscreteDistribution):
         return (-math.inf, math.inf)
 
     def sample(self, size: int | tuple[int, ...] = 1, *, rng: np.random.Generator | None = None) -> Array:
-        gen = resolve_rng(rng)
+        gen = check_rng(rng)
         p = -math.expm1(-1.0 / self.scale)
         size = check_size(size)
         g1 = gen.geometric(p, size=size) - 1
@@ -200,7 +201,7 @@ class DiscreteGaussian(DiscreteDistribution):
     def sample(self, size: int | tuple[int, ...] = 1, *, rng: np.random.Generator | None = None) -> Array:
         # Rejection from a discrete Laplace proposal (CKS 2020, Algorithm 3), in floating point:
         # fine for simulation; releases use dpkit.random's exact sampler.
-        gen = resolve_rng(rng)
+        gen = check_rng(rng)
         size = check_size(size)
         n = int(np.prod(size)) if isinstance(size, tuple) else int(size)
         t = math.floor(self.sigma) + 1.0
@@ -293,7 +294,7 @@ class Bernoulli(DiscreteDistribution):
         return (0.0, 1.0)
 
     def sample(self, size: int | tuple[int, ...] = 1, *, rng: np.random.Generator | None = None) -> Array:
-        return (resolve_rng(rng).random(check_size(size)) < self.p).astype(np.float64)
+        return (check_rng(rng).random(check_size(size)) < self.p).astype(np.float64)
 
     def to_finite(self) -> Finite:
         """The same law as a :class:`~dpkit.distributions.Finite` on support [0, 1]."""

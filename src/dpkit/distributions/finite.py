@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpkit.distributions._base import Array, DiscreteDistribution, as_array, check_size, resolve_rng
+from dpkit.distributions._base import Array, DiscreteDistribution, as_array, check_size
+from dpkit.random.exact import check_rng
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["Finite", "align"]
@@ -171,7 +172,7 @@ class Finite(DiscreteDistribution):
         return (float(live[0]), float(live[-1]))
 
     def sample(self, size: int | tuple[int, ...] = 1, *, rng: np.random.Generator | None = None) -> np.ndarray:
-        gen = resolve_rng(rng)
+        gen = check_rng(rng)
         cum = np.cumsum(self.probabilities)
         u = gen.random(check_size(size)) * cum[-1]
         idx = np.minimum(np.searchsorted(cum, u, side="right"), cum.size - 1)

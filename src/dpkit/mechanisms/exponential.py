@@ -50,7 +50,8 @@ from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, check_con
 from dpkit.mechanisms._selection_sampling import _Gaps, _sample_permute_and_flip, _sample_softmax
 from dpkit.mechanisms.bounded_range import _br_delta, _br_profile, _br_rdp, _br_zcdp
 from dpkit.mechanisms.bounded_range import bounded_range_delta, bounded_range_epsilon, bounded_range_pair
-from dpkit.random import default_rng, is_insecure
+from dpkit.random import is_insecure
+from dpkit.random.exact import check_rng
 
 __all__ = ["Exponential", "ReportNoisyMax", "bounded_range_delta", "bounded_range_epsilon", "bounded_range_pair"]
 
@@ -64,15 +65,6 @@ _MAX_PF_ANALYSIS = 10_000  # quadrature cost and rounding grow like n^2
 # ---------------------------------------------------------------------------------------------
 # validation
 # ---------------------------------------------------------------------------------------------
-def _check_rng(rng: object) -> np.random.Generator:
-    if rng is None:
-        return default_rng()
-    if not isinstance(rng, np.random.Generator):
-        raise ArgumentTypeError(
-            "rng must be a numpy.random.Generator (e.g. dpkit.random.secure_rng()) or None; "
-            f"got {type(rng).__name__}."
-        )
-    return rng
 
 
 def _utilities(utilities: ArrayLike, name: str = "utilities") -> NDArray[np.float64]:
@@ -317,7 +309,7 @@ class _Selection(Mechanism):
         """
         u = _utilities(utilities)
         c = check_confidence(confidence)
-        gen = _check_rng(rng)
+        gen = check_rng(rng)
         index = self._draw(_Gaps(u, self._coefficient), 1, gen)[0]
         return Release(
             values=np.asarray(index, dtype=np.int64),  # a candidate index, not a float
@@ -351,7 +343,7 @@ class _Selection(Mechanism):
         u = _utilities(utilities)
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
             raise InvalidArgumentError(f"size must be an integer >= 0; got {size!r}.")
-        return self._draw(_Gaps(u, self._coefficient), int(size), _check_rng(rng))
+        return self._draw(_Gaps(u, self._coefficient), int(size), check_rng(rng))
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(sensitivity={self.sensitivity!r}, epsilon={self.epsilon!r}, "

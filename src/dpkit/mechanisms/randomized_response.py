@@ -41,8 +41,8 @@ from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedErr
 from dpkit.guarantees import PureDP, WassersteinDP, ZCDP
 from dpkit.guarantees.conversions import pure_to_zcdp
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, check_confidence
-from dpkit.random import default_rng, is_insecure
-from dpkit.random.exact import LazyUniform, exp_neg_enclosure, floor_scaled
+from dpkit.random import is_insecure
+from dpkit.random.exact import LazyUniform, check_rng, exp_neg_enclosure, floor_scaled
 
 __all__ = ["FrequencyEstimate", "RandomizedResponse"]
 
@@ -50,15 +50,6 @@ _WORD = 1 << 64
 _MAX_LOG_ODDS = 700.0  # beyond this the flip probability underflows float64's normal range
 
 
-def _check_rng(rng: object) -> np.random.Generator:
-    if rng is None:
-        return default_rng()
-    if not isinstance(rng, np.random.Generator):
-        raise ArgumentTypeError(
-            "rng must be a numpy.random.Generator (e.g. dpkit.random.secure_rng()) or None; "
-            f"got {type(rng).__name__}."
-        )
-    return rng
 
 
 def _categories(value: object) -> int:
@@ -341,7 +332,7 @@ class RandomizedResponse(Mechanism):
         """
         truth = self._indices(values)
         c = check_confidence(confidence)
-        gen = _check_rng(rng)
+        gen = check_rng(rng)
         reports = self._respond(truth, gen)
         if self.keep_probability >= c:
             interval = (reports.astype(np.float64), reports.astype(np.float64))
