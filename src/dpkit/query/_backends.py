@@ -86,7 +86,7 @@ def _file_kind(p: Path) -> str:
     if kind is None:
         raise InvalidArgumentError(
             f"cannot tell the format of {str(p)!r} from its suffix; use .csv, .tsv, .parquet or .json "
-                         "(or open it yourself and pass a DuckDB connection and table).")
+            "(or open it yourself and pass a DuckDB connection and table).")
     return kind
 
 

@@ -124,19 +124,15 @@ class Compiled:
     def distinct_sql(self, index: int, dialect: str) -> str:
         return self._render(self.distincts[index], dialect)
 
-    def statements(self, dialect: str) -> list[str]:
-        """Every statement of the plan, in this engine's dialect."""
-        return ([self.sql(dialect)] + [self.histogram_sql(i, dialect) for i in self.histograms]
-                + [self.distinct_sql(i, dialect) for i in self.distincts]
-                + ([self.report_sql(dialect)] if self.report is not None else []))
+    def statements(self, dialect: str, *, safe: bool = True) -> list[str]:
+        """Every statement of the plan, in this engine's dialect.
 
-    def strict_statements(self, dialect: str) -> list[str]:
-        """Every statement with the user's expressions *not* wrapped in TRY: for the session's check on an
-        empty table of the same schema, where an error can depend on no row (DuckDB 2 compiles a constant
+        ``safe=False`` leaves the user's expressions without their TRY wrappers: for the session's check on
+        an empty table of the same schema, where an error can depend on no row (DuckDB 2 compiles a constant
         regex pattern when the query runs, not when it binds, and TRY would turn a bad one into NULL)."""
-        sqls = ([self.main] + [self.histograms[i] for i in self.histograms]
-                + [self.distincts[i] for i in self.distincts] + ([self.report] if self.report is not None else []))
-        return [self._render(sql, dialect, safe=False) for sql in sqls]
+        sources = ([self.main] + [self.histograms[i] for i in self.histograms]
+                   + [self.distincts[i] for i in self.distincts] + ([self.report] if self.report is not None else []))
+        return [self._render(sql, dialect, safe=safe) for sql in sources]
 
     def report_sql(self, dialect: str) -> str:
         assert self.report is not None

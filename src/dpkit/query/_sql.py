@@ -129,7 +129,7 @@ class _Scope:
         if unknown:
             raise InvalidArgumentError(
                 f"unknown column{'s' if len(unknown) > 1 else ''} {sorted(set(unknown))}; the table has "
-                             f"{sorted(self.columns)}" + (f" and the public tables {sorted(self.public)}" if self.public
+                f"{sorted(self.columns)}" + (f" and the public tables {sorted(self.public)}" if self.public
                                                          else "") + ".")
 
     def is_unit(self, node: exp.Expression, unit: str | None) -> bool:
