@@ -145,6 +145,10 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
     return cks_delta(_ZA * rho, _ZA, epsilon)
 
 
+#: loss-law kinds whose fourth entry counts uses per item (DP-SGD steps, or one subsampled event)
+_COUNTED_KINDS = ("subsampled", "symmetric", "subsampled_laplace", "symmetric_laplace")
+
+
 # ---- the state --------------------------------------------------------------------------------------
 class AccountingState:
     """An immutable snapshot of everything composed so far (see the module docstring).
@@ -237,7 +241,7 @@ class AccountingState:
             if law[0] == "gaussian":
                 mu2 = _add_up(mu2, _mul_up(k, _up(law[1] * law[1])))
                 continue
-            if law[0] in ("subsampled", "symmetric"):
+            if law[0] in _COUNTED_KINDS:  # (kind, parameter, q, uses per item)
                 key = law[:3]
                 out[key] = out.get(key, 0) + k * law[3]
                 continue
