@@ -143,7 +143,8 @@ class SubsampledEvent:
         from dpkit.accounting.subsampling import _check_rate, _scheme
 
         if not isinstance(self.noise, (GaussianEvent, LaplaceEvent)):
-            raise ArgumentTypeError(f"noise must be a GaussianEvent or a LaplaceEvent; got {type(self.noise).__name__}.")
+            raise ArgumentTypeError(
+                f"noise must be a GaussianEvent or a LaplaceEvent; got {type(self.noise).__name__}.")
         r = self.sampling_rate
         if isinstance(r, bool) or not isinstance(r, (int, float)):
             raise ArgumentTypeError(f"sampling_rate must be a number in (0, 1]; got {r!r}.")
@@ -337,7 +338,7 @@ def subsampled_laplace_epsilon(t: float, q: float) -> float:
     relative margin of 1e-14 covers them.
 
     >>> round(subsampled_laplace_epsilon(1.0, 0.01), 9)
-    0.017036226
+    0.017036863
     """
     if q >= 1.0:
         return t
@@ -366,8 +367,8 @@ def _from_subsampled(x: SubsampledEvent, label: str | None) -> PrivacyItem:
             c = float(x.noise.sensitivity)
             z = sigma if c == 1.0 else math.nextafter(sigma / c, 0.0)
             rdp = _dpsgd_rdp(z, q)
-        return PrivacyItem(label=name, event=event, rdp=rdp, law=("subsampled" if add_remove else "symmetric", mu, q, 1),
-                           headline=None)
+        kind = "subsampled" if add_remove else "symmetric"
+        return PrivacyItem(label=name, event=event, rdp=rdp, law=(kind, mu, q, 1), headline=None)
     t = _up(x.shift / float(x.noise.scale))
     kind = "subsampled_laplace" if add_remove else "symmetric_laplace"
     return _item_pure(subsampled_laplace_epsilon(t, q), event, name, law=(kind, t, q, 1))
