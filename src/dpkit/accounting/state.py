@@ -25,7 +25,8 @@ job, :mod:`dpkit.accounting.filters`):
   Prop 1, converted by CKS Prop 12 at the best fixed order), ``"pld"`` (certified interval from the
   pessimistic and optimistic PLDs: the tilted accountant of :mod:`dpkit.accounting._pld_tilted` for
   Gaussian, Laplace and subsampled-Gaussian laws, the FFT PLD of :mod:`dpkit.accounting.pld` when a
-  discrete or finite pair is present), and ``"best"``: the smallest upper bound among those that
+  discrete or finite pair or a subsampled Laplace law (:class:`~dpkit.accounting.items.SubsampledEvent`) is
+  present), and ``"best"``: the smallest upper bound among those that
   apply, with the PLD's lower end when there is one (kind ``"interval"``).
 * ``families()`` says which families hold a finite total.
 
