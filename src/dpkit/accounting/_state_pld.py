@@ -138,16 +138,17 @@ def _factor(key: Any, direction: int, grid: float, pessimistic: bool) -> PLD:
     hit = _FACTOR_CACHE.get(ck)
     if hit is not None:
         return hit
-    if key[0] in ("subsampled", "symmetric"):
+    if key[0] in ("subsampled", "symmetric", "subsampled_laplace", "symmetric_laplace"):
         from dpkit.accounting.subsampling import pld_subsampled
-        from dpkit.distributions import Gaussian
+        from dpkit.distributions import Gaussian, Laplace
 
         mu, q = float(key[1]), float(key[2])
-        if key[0] == "symmetric":
-            f = pld_subsampled(Gaussian(0, 1), Gaussian(mu, 1), sampling_rate=q, sampling="without_replacement",
+        base = Laplace if key[0].endswith("_laplace") else Gaussian  # a shift by mu (Laplace: t) of unit scale
+        if key[0].startswith("symmetric"):
+            f = pld_subsampled(base(0, 1), base(mu, 1), sampling_rate=q, sampling="without_replacement",
                                neighboring="substitute", grid=grid, pessimistic=pessimistic)
         else:
-            f = pld_subsampled(Gaussian(0, 1), Gaussian(mu, 1), sampling_rate=q,
+            f = pld_subsampled(base(0, 1), base(mu, 1), sampling_rate=q,
                                direction="remove" if direction == 0 else "add", grid=grid, pessimistic=pessimistic)
     else:
         P, Q = _pairs(key)[direction]
@@ -160,7 +161,16 @@ def _factor(key: Any, direction: int, grid: float, pessimistic: bool) -> PLD:
 
 def _fft(laws: dict[Any, int], what: str, x: float) -> tuple[float, float, str]:
     k_total = sum(laws.values())
-    grid = default_grid(k_total)
+    # a subsampled Laplace law's loss scale is ~ q t: the grid of subsampling's own interval (the finest if several)
+    sub = [key for key in laws if key[0] in ("subsampled_laplace", "symmetric_laplace")]
+    if sub:
+        from dpkit.accounting.subsampling import subsampled_default_grid
+        from dpkit.distributions import Laplace
+
+        grid = min(subsampled_default_grid(Laplace(0, 1), Laplace(float(key[1]), 1), float(key[2]), k_total)
+                   for key in sub)
+    else:
+        grid = default_grid(k_total)
     uppers: list[float] = []
     lowers: list[float] = []
     for direction in (0, 1):

@@ -14,10 +14,18 @@ kind        admits while                                source (docs/theory.md Â
                                                         at every order at once; rho_B from CKS 2020 Cor 13
 ``gdp``     sum mu_i^2 <= mu_B^2                        Smith & Thakurta 2022, arXiv 2210.17520, Thm 1.1
 ``rdp``     sum eps_i(a) <= B_a at each order a          Feldman & Zrnic 2021, Thm 3.1; B_a from CKS Prop 12
-``approx``  sqrt(2 ln(1/d') S) + S/2 <= eps_B,          Whitehouse, Ramdas, Rogers, Wu 2023,
-            S = sum eps_i^2; sum delta_i <= d''          arXiv 2203.05481, Thm 3.3 (advanced composition
-                                                        filter)
+``approx``  sqrt(2 ln(1/d') S) + S/2 <= eps_B,          Whitehouse, Ramdas, Rogers, Wu 2023 (ICML),
+            S = sum eps_i^2; sum delta_i <= d''          arXiv 2203.05481, their filter for approximate
+                                                        DP (theorem number not verified against the text)
 ==========  ==========================================  ===============================================
+
+The ``approx`` row: the paper's filter stops before sqrt(2 ln(1/d') sum eps_m^2) + (1/2) sum eps_m^2
+exceeds eps_B or the spends' deltas exceed d'', and certifies (eps_B, d' + d'')-DP; ``make_filter`` takes
+d' = d'' = delta_B / 2.  Checked against: the paper's abstract ("filters that match the rates of advanced
+composition, including constants") and a secondary summary of it stating this rule (which numbers it
+"Thm 2"); the full text was not reachable from here, so no theorem number is given.  For k equal
+eps_i = eps the rule is below advanced composition's sqrt(2k ln(1/d')) eps + k eps (e^eps - 1) (Dwork &
+Roth 2014, Thm 3.20), since e^eps - 1 >= eps > eps/2.
 
 **Several filters at once** (:class:`FilterSet`).  A set holds filters F_1..F_m with delta shares
 d_1..d_m (sum <= delta_B).  A spend runs if at least one *alive* filter admits it; the alive filters that

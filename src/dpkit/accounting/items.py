@@ -49,6 +49,7 @@ __all__ = [
     "LaplaceEvent",
     "PrivacyItem",
     "Spendable",
+    "SubsampledEvent",
     "as_item",
     "combine",
     "item_from_json",
@@ -114,6 +115,51 @@ class LaplaceEvent:
     @property
     def name(self) -> str:
         return f"Laplace(scale={self.scale:g})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubsampledEvent:
+    """``noise`` (a :class:`GaussianEvent` or :class:`LaplaceEvent`) added to a query run on a random subset
+    of the records: Poisson subsampling with rate ``sampling_rate`` (``sampling="poisson"``) or a fixed batch
+    of m of n records, ``sampling_rate`` = m/n (``sampling="without_replacement"``, substitution neighbours
+    only), like ``dp_accounting``'s ``PoissonSampledDpEvent`` / ``SampledWithoutReplacementDpEvent``.
+
+    ``noise.sensitivity`` bounds one record's contribution (its l2 norm for Gaussian noise, l1 for Laplace),
+    so the base pair is a shift by ``sensitivity`` for add/remove neighbours and by ``2 * sensitivity`` for
+    substitution (as :class:`~dpkit.accounting.dpsgd.DPSGDStep` and ``dpkit account --neighbours
+    substitution`` take it).  The pairs composed are those of :mod:`dpkit.accounting.subsampling` (its
+    table says which are dominating pairs and which, Poisson with substitution, an upper bound).
+
+    >>> SubsampledEvent(noise=LaplaceEvent(scale=2.0), sampling_rate=0.01).name
+    'subsampled Laplace(scale=2), q=0.01, poisson, add_remove'
+    """
+
+    noise: GaussianEvent | LaplaceEvent
+    sampling_rate: float
+    sampling: str = "poisson"
+    neighboring: str = "add_remove"
+
+    def __post_init__(self) -> None:
+        from dpkit.accounting.subsampling import _check_rate, _scheme
+
+        if not isinstance(self.noise, (GaussianEvent, LaplaceEvent)):
+            raise ArgumentTypeError(
+                f"noise must be a GaussianEvent or a LaplaceEvent; got {type(self.noise).__name__}.")
+        r = self.sampling_rate
+        if isinstance(r, bool) or not isinstance(r, (int, float)):
+            raise ArgumentTypeError(f"sampling_rate must be a number in (0, 1]; got {r!r}.")
+        object.__setattr__(self, "sampling_rate", _check_rate(float(r)))
+        _scheme(self.sampling, self.neighboring)  # refuses an unknown scheme, or without replacement + add/remove
+
+    @property
+    def shift(self) -> float:
+        """The base pair's shift: the sensitivity (add/remove) or twice it (substitution)."""
+        c = float(self.noise.sensitivity)
+        return 2.0 * c if self.neighboring == "substitute" else c
+
+    @property
+    def name(self) -> str:
+        return f"subsampled {self.noise.name}, q={self.sampling_rate:g}, {self.sampling}, {self.neighboring}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -274,6 +320,60 @@ def _from_dpsgd(step: Any, label: str | None) -> PrivacyItem:
                        law=(kind, mu, q, int(step.steps)), headline=None)
 
 
+def _event_of(x: GaussianEvent | LaplaceEvent) -> dict[str, Any]:
+    if isinstance(x, GaussianEvent):
+        return {"type": "GaussianEvent", "sigma": repr(float(x.sigma)), "sensitivity": repr(float(x.sensitivity))}
+    return {"type": "LaplaceEvent", "scale": repr(float(x.scale)), "sensitivity": repr(float(x.sensitivity))}
+
+
+def subsampled_laplace_epsilon(t: float, q: float) -> float:
+    r"""Pure epsilon of a subsampled Laplace shift by t (its base is t-DP): ln(1 + q (e^t - 1)), rounded up.
+
+    The loss of every pair :mod:`dpkit.accounting.subsampling` composes is ln(1 - q + q e^l) (removal) or its
+    negative at base losses l in [-t, t] (addition), and the symmetric completion's losses lie in
+    [-ln(1 - q + q e^t), ln(1 - q + q e^t)]; -ln(1 - q + q e^{-t}) <= ln(1 - q + q e^t) since
+    (1 - q + q e^t)(1 - q + q e^{-t}) >= 1.  So the largest absolute loss is ln(1 + q (e^t - 1)): the
+    amplification of pure DP by subsampling (Balle, Barthe, Gaboardi 2018, arXiv 1807.01647, Thm 8
+    (Poisson) and Thm 9 (without replacement, substitution)).  log1p and expm1 err by an ulp or so each; a
+    relative margin of 1e-14 covers them.
+
+    >>> round(subsampled_laplace_epsilon(1.0, 0.01), 9)
+    0.017036863
+    """
+    if q >= 1.0:
+        return t
+    return _up(math.log1p(q * math.expm1(t)) * (1.0 + 1e-14))
+
+
+def _from_subsampled(x: SubsampledEvent, label: str | None) -> PrivacyItem:
+    """One use of a subsampled Gaussian or Laplace noise addition: its loss law for the PLD (the kinds
+    :mod:`dpkit.accounting._state_pld` composes with the pairs of :mod:`dpkit.accounting.subsampling`), its
+    Rényi curve (Poisson add/remove Gaussian: Mironov, Talwar, Zhang 2019) and, for Laplace, its amplified
+    pure epsilon and everything :func:`_item_pure` derives from it.  A Gaussian at q = 1 is the Gaussian
+    shift itself (closed form); a Laplace at q = 1 keeps its subsampled law (the pair at q = 1 is the base
+    pair, on the grid :mod:`dpkit.accounting.subsampling` chooses)."""
+    event = {"type": "SubsampledEvent", "noise": _event_of(x.noise), "sampling_rate": repr(float(x.sampling_rate)),
+             "sampling": x.sampling, "neighboring": x.neighboring}
+    name = label or x.name
+    q = float(x.sampling_rate)
+    add_remove = (x.sampling, x.neighboring) == ("poisson", "add_remove")
+    if isinstance(x.noise, GaussianEvent):
+        sigma = float(x.noise.sigma)
+        mu = _up(x.shift / sigma)
+        if q == 1.0:
+            return _item_gaussian(mu, event, name)
+        rdp = _INF_RDP
+        if add_remove:  # the noise multiplier sigma / sensitivity, rounded down (less noise: more loss)
+            c = float(x.noise.sensitivity)
+            z = sigma if c == 1.0 else math.nextafter(sigma / c, 0.0)
+            rdp = _dpsgd_rdp(z, q)
+        kind = "subsampled" if add_remove else "symmetric"
+        return PrivacyItem(label=name, event=event, rdp=rdp, law=(kind, mu, q, 1), headline=None)
+    t = _up(x.shift / float(x.noise.scale))
+    kind = "subsampled_laplace" if add_remove else "symmetric_laplace"
+    return _item_pure(subsampled_laplace_epsilon(t, q), event, name, law=(kind, t, q, 1))
+
+
 def _from_mechanism(m: Any, label: str | None) -> PrivacyItem:
     """A dpkit mechanism: its pure epsilon, zCDP, Rényi curve and exact loss law, all from its pair."""
     name = label or getattr(m, "name", None) or type(m).__name__
@@ -344,6 +444,8 @@ def as_item(x: object, *, label: str | None = None) -> PrivacyItem:
         t = _up(float(x.sensitivity) / float(x.scale))
         return _item_pure(t, {"type": "LaplaceEvent", "scale": repr(float(x.scale)),
                               "sensitivity": repr(float(x.sensitivity))}, label or x.name, law=("laplace", t))
+    if isinstance(x, SubsampledEvent):
+        return _from_subsampled(x, label)
     from dpkit.accounting.dpsgd import DPSGDStep
 
     if isinstance(x, DPSGDStep):
@@ -386,7 +488,8 @@ def item_from_json(text: str, label: str) -> PrivacyItem:
     law = None
     t = event.get("type")
     rebuilt = None
-    if t in ("PureDP", "ApproxDP", "ZCDP", "GaussianDP", "RenyiDP", "GaussianEvent", "LaplaceEvent", "DPSGDStep"):
+    if t in ("PureDP", "ApproxDP", "ZCDP", "GaussianDP", "RenyiDP", "GaussianEvent", "LaplaceEvent", "DPSGDStep",
+             "SubsampledEvent"):
         rebuilt = _from_event(event, label)
         law = rebuilt.law
     return PrivacyItem(label=label, event=event, epsilon=nums[0], approx=approx, rho=nums[1], mu=nums[2], rdp=rdp,
@@ -411,6 +514,15 @@ def _from_event(event: dict[str, Any], label: str) -> PrivacyItem:
         return as_item(GaussianEvent(sigma=f(event["sigma"]), sensitivity=f(event["sensitivity"])), label=label)
     if t == "LaplaceEvent":
         return as_item(LaplaceEvent(scale=f(event["scale"]), sensitivity=f(event["sensitivity"])), label=label)
+    if t == "SubsampledEvent":
+        noise = event["noise"]
+        base: GaussianEvent | LaplaceEvent = (
+            GaussianEvent(sigma=f(noise["sigma"]), sensitivity=f(noise["sensitivity"]))
+            if noise["type"] == "GaussianEvent"
+            else LaplaceEvent(scale=f(noise["scale"]), sensitivity=f(noise["sensitivity"])))
+        return as_item(SubsampledEvent(noise=base, sampling_rate=f(event["sampling_rate"]),
+                                       sampling=str(event["sampling"]), neighboring=str(event["neighboring"])),
+                       label=label)
     from dpkit.accounting.dpsgd import DPSGDStep
 
     return as_item(DPSGDStep(sigma=f(event["sigma"]), sampling_rate=f(event["sampling_rate"]),

@@ -25,7 +25,8 @@ job, :mod:`dpkit.accounting.filters`):
   Prop 1, converted by CKS Prop 12 at the best fixed order), ``"pld"`` (certified interval from the
   pessimistic and optimistic PLDs: the tilted accountant of :mod:`dpkit.accounting._pld_tilted` for
   Gaussian, Laplace and subsampled-Gaussian laws, the FFT PLD of :mod:`dpkit.accounting.pld` when a
-  discrete or finite pair is present), and ``"best"``: the smallest upper bound among those that
+  discrete or finite pair or a subsampled Laplace law (:class:`~dpkit.accounting.items.SubsampledEvent`) is
+  present), and ``"best"``: the smallest upper bound among those that
   apply, with the PLD's lower end when there is one (kind ``"interval"``).
 * ``families()`` says which families hold a finite total.
 
@@ -145,6 +146,10 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
     return cks_delta(_ZA * rho, _ZA, epsilon)
 
 
+#: loss-law kinds whose fourth entry counts uses per item (DP-SGD steps, or one subsampled event)
+_COUNTED_KINDS = ("subsampled", "symmetric", "subsampled_laplace", "symmetric_laplace")
+
+
 # ---- the state --------------------------------------------------------------------------------------
 class AccountingState:
     """An immutable snapshot of everything composed so far (see the module docstring).
@@ -237,7 +242,7 @@ class AccountingState:
             if law[0] == "gaussian":
                 mu2 = _add_up(mu2, _mul_up(k, _up(law[1] * law[1])))
                 continue
-            if law[0] in ("subsampled", "symmetric"):
+            if law[0] in _COUNTED_KINDS:  # (kind, parameter, q, uses per item)
                 key = law[:3]
                 out[key] = out.get(key, 0) + k * law[3]
                 continue

@@ -14,6 +14,7 @@ from dpkit.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from dpkit.accounting import AccountingState
+    from dpkit.accounting.items import SubsampledEvent
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -171,41 +172,63 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def subsampled_item(fam: str, param: float, sampling_rate: float, sampling: str = "poisson",
+                    neighbours: str = "add-remove") -> SubsampledEvent:
+    """The event ``dpkit account FAM --sampling-rate q --sampling ... --neighbours ...`` composes: the noise
+    (sensitivity 1) run on a subsample (substitution: each record's contribution in [-1, 1], a shift by 2)."""
+    from dpkit.accounting.items import GaussianEvent, LaplaceEvent, SubsampledEvent
+
+    if not (param > 0 and math.isfinite(param)):
+        raise InvalidArgumentError(f"the noise parameter must be finite and > 0; got {param}.")
+    noise = GaussianEvent(sigma=param) if fam == "gaussian" else LaplaceEvent(scale=param)
+    return SubsampledEvent(noise=noise, sampling_rate=sampling_rate, sampling=sampling.replace("-", "_"),
+                           neighboring="substitute" if neighbours == "substitution" else "add_remove")
+
+
+def subsampled_values(event: SubsampledEvent, count: int, delta: float) -> list[tuple[str, float, float, str]]:
+    """(method, lower, upper, kind) rows of ``count`` uses of a subsampled ``event``, every number read from
+    one :class:`~dpkit.accounting.AccountingState` (as :func:`method_values` reads its rows): the PLD
+    interval, and the Rényi sum where the state holds one."""
+    from dpkit.accounting import AccountingState
+    from dpkit.accounting.items import GaussianEvent, LaplaceEvent
+    from dpkit.accounting.subsampling import subsampling_method
+    from dpkit.errors import UnsupportedError
+
+    state = AccountingState().add(event, count=count)
+    pld = state.epsilon(delta, method="pld")
+    how = subsampling_method(event.sampling, event.neighboring)
+    kind = "interval of an upper bound (use the upper end)" if how.startswith("upper bound") else \
+        "interval (use the upper end)"
+    rows = [("PLD (FFT), subsampled" if isinstance(event.noise, LaplaceEvent) else "PLD (tilted), subsampled",
+             float(pld.lower_bound), float(pld.upper_bound), kind)]
+    try:
+        rdp = float(state.epsilon(delta, method="rdp"))
+    except UnsupportedError:
+        return rows
+    name = ("RDP (MTZ 2019 at the core's orders 1.25-256; CKS conversion)" if isinstance(event.noise, GaussianEvent)
+            else "RDP (of the amplified pure epsilon, BBG 2018; CKS conversion)")
+    rows.append((name, rdp, rdp, "upper bound"))
+    return rows
+
+
 def _run_subsampled(args: argparse.Namespace, items, delta: float) -> int:  # type: ignore[no-untyped-def]
-    """One row: the PLD interval of the subsampled mechanism, with the pair(s) it used."""
-    from dpkit.accounting.subsampling import subsampled_epsilon_interval
-    from dpkit.distributions import Gaussian, Laplace
+    """The subsampled mechanism's rows, read from the accounting state, with the pair(s) it used."""
+    from dpkit.accounting.subsampling import subsampling_method
 
     if len(items) != 1:
         raise InvalidArgumentError("--sampling-rate applies to one gaussian or laplace mechanism, not to a file.")
     if args.plot:
         raise InvalidArgumentError("--plot is not available with --sampling-rate.")
     fam, param, count = items[0]
-    if not (param > 0 and math.isfinite(param)):
-        raise InvalidArgumentError(f"the noise parameter must be finite and > 0; got {param}.")
-    sampling = args.sampling.replace("-", "_")
-    neighboring: Literal["add_remove", "substitute"] = ("substitute" if args.neighbours == "substitution"
-                                                        else "add_remove")
-    shift = 2.0 if neighboring == "substitute" else 1.0
-    P, Q = ((Gaussian(0, param), Gaussian(shift, param)) if fam == "gaussian"
-            else (Laplace(0, param), Laplace(shift, param)))
-    iv = subsampled_epsilon_interval(P, Q, sampling_rate=args.sampling_rate, k=count, delta=delta, sampling=sampling,
-                                     neighboring=neighboring)
-    kind = "interval of an upper bound (use the upper end)" if iv.method.startswith("upper bound") else \
-        "interval (use the upper end)"
+    event = subsampled_item(fam, param, args.sampling_rate, args.sampling, args.neighbours)
     print(f"composition: {count} x subsampled {fam}({param:g}), rate {args.sampling_rate:g}, {args.sampling}, "
           f"{args.neighbours}; delta = {delta:g}\n")
-    rows = [["PLD (FFT), subsampled", str(iv), kind]]
-    if fam == "gaussian" and sampling == "poisson" and neighboring == "add_remove":
-        from dpkit.accounting.composition.renyi import compose_rdp
-        from dpkit.accounting.sampled_gaussian import sampled_gaussian_rdp
-        from dpkit.guarantees.conversions.renyi import rdp_to_approx_dp
-
-        curve = compose_rdp([(sampled_gaussian_rdp(sigma=param, sampling_rate=args.sampling_rate), count)])
-        eps = float(rdp_to_approx_dp(curve, delta=delta).epsilon)
-        rows.append(["RDP (MTZ 2019, integer orders 2-256; CKS conversion)", fmt_number(eps), "upper bound"])
+    rows = []
+    for name, lo, hi, kind in subsampled_values(event, count, delta):
+        value = f"[{lo:.10g}, {hi:.10g}]" if "interval" in kind else fmt_number(hi)
+        rows.append([name, value, kind])
     print(render(["method", "epsilon", "kind"], rows))
-    print(f"\npair(s): {iv.method}")
+    print(f"\npair(s): {subsampling_method(event.sampling, event.neighboring)}")
     return 0
 
 
