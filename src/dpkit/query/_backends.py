@@ -209,6 +209,7 @@ class DuckDBBackend:
         self.relation = relation
         self._owned = owned
         self._empty_made = False
+        self._null_row: str | None = None  # see null_row_copy: None not made yet, '' impossible
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], *, schema: dict[str, str] | None = None,
@@ -293,6 +294,32 @@ class DuckDBBackend:
             self._con.execute(f"CREATE OR REPLACE TEMP TABLE {name} ({cols})")
             self._empty_made = True
         return name
+
+    def null_row_copy(self, unit: str) -> str | None:
+        """A temporary table with the session table's schema and one row: ``unit`` set to a fixed value
+        (0, or '0') and every other column NULL (made once; None if no such value converts to the unit's type).
+
+        Built from the schema alone, never by reading the table.  A statement run on it evaluates every
+        expression once, so an error of its constant parts (``day > 'notadate'``, ``make_date(2020, 13, 1)``),
+        which DuckDB raises only when a row reaches the expression, is raised from no data; on the empty
+        copy such an expression is never evaluated, and on the data, under TRY, it would be NULL on every row
+        (a silently empty answer, charged).
+        """
+        if self._null_row is None:
+            import duckdb
+
+            name = f"dpkit_null_row_{secrets.token_hex(6)}"  # its own name: sessions may share a connection
+            self._null_row = ""
+            cols = ", ".join(f"{_quote(c, 'duckdb')} {t}" for c, t in self.schema().items())
+            self._con.execute(f"CREATE OR REPLACE TEMP TABLE {name} ({cols})")
+            for value in ("0", "'0'"):
+                try:
+                    self._con.execute(f"INSERT INTO {name} ({_quote(unit, 'duckdb')}) VALUES ({value})")
+                except duckdb.Error:
+                    continue
+                self._null_row = name
+                break
+        return self._null_row or None
 
     def run_on_empty(self, sql: str) -> None:
         """Run ``sql`` (written over :meth:`empty_copy`) to its end: errors DuckDB raises only when a query

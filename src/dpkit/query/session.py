@@ -598,10 +598,13 @@ class Session:
         """Bind every statement of the plan against the schema, running nothing, so that an error the schema
         alone determines (an unknown function, a type mismatch) is raised before anything is reserved.
 
-        DuckDB also runs the plan, without its TRY wrappers, on an empty table of the same schema
-        (``build`` compiles the plan over another relation): some errors that depend on no row appear only
-        when a query runs (DuckDB 2 compiles a constant regex pattern then), and under TRY they would turn
-        into NULLs and a silently empty answer."""
+        DuckDB also runs the plan, without its TRY wrappers, on an empty table of the same schema and on a
+        table of one row whose columns are all NULL but the unit (``build`` compiles the plan over another
+        relation; both are made from the schema, not the data): some errors that depend on no row appear only
+        when a query runs (DuckDB 2 compiles a constant regex pattern then, and evaluates a constant such as
+        ``CAST('notadate' AS DATE)`` only when a row reaches it), and under TRY they would turn into NULLs
+        and a silently empty answer.  A query refused for the all-NULL row is refused on its text and the
+        schema alone, so the refusal says nothing of the data."""
         try:
             for statement in compiled.statements(self._backend.dialect):
                 self._backend.check(statement)
@@ -610,6 +613,12 @@ class Session:
                 # does not join (and scan) a large public key table
                 for statement in build(self._backend.empty_copy(), None).statements("duckdb", safe=False):
                     self._backend.run_on_empty(statement)
+                # and on one row of NULLs (the unit set): DuckDB evaluates an expression's constant parts
+                # only when a row reaches it, so `day > 'notadate'` fails here, not as NULL on every row
+                null_row = self._backend.null_row_copy(self.privacy_unit)
+                if null_row is not None:
+                    for statement in build(null_row, None).statements("duckdb", safe=False):
+                        self._backend.run_on_empty(statement)
         except Exception as exc:  # noqa: BLE001 - no row was read, so the engine's message is safe to show
             raise InvalidArgumentError(f"the {self.engine} engine cannot run this query ({type(exc).__name__}): "
                                        f"{str(exc).strip()} Nothing was spent.") from None
