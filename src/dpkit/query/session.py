@@ -365,7 +365,9 @@ class Session:
         dl = _check_budget_number("delta", delta, allow_zero=True)
         if dl >= 1.0:
             raise InvalidArgumentError(f"delta must be < 1; got {delta!r}.")
-        buckets = _check_int("quantile_buckets", quantile_buckets)
+        # at most 10^6: each released partition's histogram and candidate edges are arrays of that length,
+        # built after the spend, where running out of memory would charge a failure no row caused
+        buckets = _check_int("quantile_buckets", quantile_buckets, most=10**6)
         if noise is None:  # Gaussian noise where the cost is zCDP; Laplace (pure, or (eps, delta)) otherwise
             noise = "gaussian" if r > 0.0 or (isinstance(budget, ZCDP) and dl > 0.0) else "laplace"
         if noise == "gaussian" and isinstance(budget, GaussianDP):
@@ -904,7 +906,7 @@ class Session:
             Shares of the budget by output name (and "partition_selection"), summing to 1; equal
             by default.  ``plan(...)`` shows the split before anything runs.
         quantile_buckets : int
-            Resolution of quantiles: candidates are the bucket edges of [lo, hi].
+            Resolution of quantiles: candidates are the bucket edges of [lo, hi] (at most 10^6 buckets).
         confidence : float
             Level of the intervals.
         rng : numpy Generator, optional
