@@ -692,7 +692,7 @@ class Session:
                 f"SELECT DISTINCT {cols} FROM {relation} ORDER BY {', '.join(f'k{i}' for i in range(len(names)))}",
                 self._backend.dialect))
         elif type(keys).__module__.split(".")[0] in ("pandas", "polars", "pyarrow"):
-            columns = list(getattr(keys, "columns", None) or getattr(keys, "column_names", []))
+            columns = [str(c) for c in (keys.column_names if hasattr(keys, "column_names") else keys.columns)]
             missing = [n for n in names if n not in columns]
             if missing:
                 raise InvalidArgumentError(f"the keys dataframe has no column {missing} for the group keys {names}.")

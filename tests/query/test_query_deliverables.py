@@ -1,0 +1,121 @@
+"""Issue 12's analyst-facing deliverables that no other test pins down: public keys given as a string, a
+dataframe or a public table's name; a target accuracy instead of epsilon; the selection threshold in a result
+that released nothing; MIN/MAX/MEDIAN of dates and numbers without GROUP BY near the truth; valid JSON for
+every kind of cell (a quantile's missing interval included).  Seeds are fixed (insecure_seeded)."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import date, timedelta
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpkit.cli import main
+from dpkit.errors import ArgumentTypeError
+from dpkit.guarantees import ApproxDP, PureDP
+from dpkit.query import Session
+from dpkit.random import insecure_seeded
+
+DATA = Path(__file__).resolve().parents[2] / "examples" / "transactions.csv"
+REGIONS = ["central", "east", "north", "south", "west"]
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Session:
+    s = Session(DATA, privacy_unit="user_id", schema={"amount": "DOUBLE", "day": "DATE"},
+                public={"regions": DATA.parent / "regions.csv"}, ledger=tmp_path / "l.db",
+                budget=ApproxDP(epsilon=2000.0, delta=1e-4), max_partitions=2, max_rows=5)
+    yield s
+    s.close()
+
+
+def _ledger_state(s: Session) -> tuple[object, ...]:
+    return s.ledger.history(), s.remaining()
+
+
+def test_keys_as_a_string_are_refused_not_split_into_letters(session: Session) -> None:
+    before = _ledger_state(session)
+    for keys in ("north", {"region": "north"}):
+        with pytest.raises(ArgumentTypeError, match="string"):
+            session.sql("SELECT region, COUNT(*) AS n FROM t GROUP BY region", epsilon=1.0, keys=keys)
+    assert _ledger_state(session) == before
+
+
+def test_keys_from_a_dataframe_or_a_public_table_match_the_dict(session: Session) -> None:
+    q = "SELECT r.region, COUNT(*) AS n FROM t JOIN regions r ON t.region = r.region GROUP BY r.region"
+    released = [[row[0] for row in session.sql(q, keys=keys, epsilon=1.0, rng=insecure_seeded(3)).rows]
+                for keys in ({"region": REGIONS}, pd.DataFrame({"region": REGIONS}), "regions")]
+    assert released[0] == released[1] == released[2] == REGIONS  # every public key, in their order, no selection
+
+
+def test_a_target_accuracy_is_met_and_charged_only_when_run(session: Session) -> None:
+    before = _ledger_state(session)
+    plan = session.plan("SELECT COUNT(*) AS n FROM t", accuracy={"n": 25.0})
+    assert _ledger_state(session) == before  # planning spends nothing
+    width = plan.half_widths()["n"]["rows"]
+    assert width <= 25.0 and width > 24.0  # the smallest epsilon: its half-width is at the target, not far below
+    eps = plan.guarantee.epsilon
+    r = session.sql("SELECT COUNT(*) AS n FROM t", accuracy={"n": 25.0}, rng=insecure_seeded(1))
+    (lo, hi), = r.intervals["n"]
+    assert r.guarantee.epsilon == eps and (hi - lo) / 2 <= 25.0 + 1.0  # +1: the geometric grid rounds outward
+    assert session.remaining().epsilon == pytest.approx(before[1].epsilon - eps)
+
+
+def test_the_selection_threshold_is_in_a_result_that_released_nothing(session: Session) -> None:
+    r = session.sql("SELECT region, COUNT(*) AS n FROM t WHERE amount > 100000 GROUP BY region", epsilon=0.1,
+                    delta=1e-6, rng=insecure_seeded(2))
+    assert r.rows == () or r.rows == []
+    assert r.selection["released"] == 0 and r.selection["threshold"] > 0
+    assert f"threshold of {r.selection['threshold']}" in str(r)
+
+
+def test_min_max_median_without_group_by_near_the_truth(session: Session) -> None:
+    """Dates come back as dates, on the right side of the true extremes; numbers near the true median."""
+    import duckdb
+
+    true = duckdb.connect().execute(
+        f"SELECT MIN(day), MAX(day), MEDIAN(LEAST(GREATEST(amount, 0), 200)) FROM read_csv('{DATA}', "
+        "types={'amount': 'DOUBLE', 'day': 'DATE'})").fetchone()
+    r = session.sql("SELECT MIN(day) AS d0, MAX(day) AS d1, MEDIAN(amount) AS m FROM t", epsilon=100.0,
+                    bounds={"day": ("2025-01-01", "2027-01-01"), "amount": (0, 200)}, rng=insecure_seeded(4))
+    (d0, d1, m), = r.rows
+    bucket_days = 730 / 1024
+    # MIN/MAX are the DP 0- and 1-quantiles: where no unit lies near the extreme the release may fall between
+    # the clamping bound and the data (result.details says so), never far inside the data
+    assert date(2025, 1, 1) <= d0 <= true[0] + timedelta(days=3 * bucket_days + 1)
+    assert true[1] - timedelta(days=3 * bucket_days + 1) <= d1 <= date(2027, 1, 1)
+    assert abs(m - true[2]) <= 5.0  # the median of the bounded data (units over max_rows weigh less)
+
+
+def test_json_is_valid_for_every_kind_of_cell(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Counts, sums, a ratio (no interval), a quantile (no value interval), a date, a distinct count, a
+    join key: the CLI's JSON parses with NaN and Infinity forbidden."""
+    sql = ("SELECT r.area, COUNT(*) AS n, SUM(amount) / COUNT(*) AS mean, MEDIAN(amount) AS med, "
+           "MIN(day) AS first, COUNT(DISTINCT category) AS cats FROM t JOIN regions r ON t.region = r.region "
+           "GROUP BY r.area")
+    args = ["query", str(DATA), sql, "--privacy-unit", "user_id", "--schema", "amount=DOUBLE,day=DATE",
+            "--epsilon", "1", "--delta", "1e-6", "--budget-epsilon", "2", "--budget-delta", "1e-5",
+            "--ledger", str(tmp_path / "l.db"), "--bounds", "amount=0:200", "--bounds", "day=2026-01-01:2026-12-31",
+            "--public", f"regions={DATA.parent / 'regions.csv'}", "--max-partitions", "1", "--max-rows", "5",
+            "--json", "--quiet", "--insecure-seed", "5"]
+    assert main(args) == 0
+
+    def refuse(name: str) -> float:
+        raise AssertionError(f"{name} in JSON output")
+
+    doc = json.loads(capsys.readouterr().out, parse_constant=refuse)
+    assert doc["rows"] and {"n_lo", "med_lo", "first", "cats_hi"} <= set(doc["rows"][0])
+    assert all(row["med_lo"] is None for row in doc["rows"])  # marked unavailable, not NaN
+    assert not any(isinstance(v, float) and not math.isfinite(v) for row in doc["rows"] for v in row.values())
+
+
+def test_pure_budget_counts_print_at_a_sensible_precision(tmp_path: Path) -> None:
+    with Session(pd.DataFrame({"u": np.arange(50), "x": np.ones(50)}), privacy_unit="u", ledger=tmp_path / "p.db",
+                 budget=PureDP(3.0), max_rows=1) as s:
+        for _ in range(3):
+            r = s.sql("SELECT COUNT(*) AS n FROM t", epsilon=0.1, rng=insecure_seeded(0))
+        assert "cost 0.1-DP" in str(r)
