@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import math
 from datetime import date, timedelta
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,11 +23,12 @@ from dpkit.query import Session
 from dpkit.random import insecure_seeded
 
 DATA = Path(__file__).resolve().parents[2] / "examples" / "transactions.csv"
+DAY_BOUNDS: Any = {"day": ("2025-01-01", "2027-01-01"), "amount": (0, 200)}
 REGIONS = ["central", "east", "north", "south", "west"]
 
 
 @pytest.fixture
-def session(tmp_path: Path) -> Session:
+def session(tmp_path: Path) -> Iterator[Session]:
     s = Session(DATA, privacy_unit="user_id", schema={"amount": "DOUBLE", "day": "DATE"},
                 public={"regions": DATA.parent / "regions.csv"}, ledger=tmp_path / "l.db",
                 budget=ApproxDP(epsilon=2000.0, delta=1e-4), max_partitions=2, max_rows=5)
@@ -33,8 +36,8 @@ def session(tmp_path: Path) -> Session:
     s.close()
 
 
-def _ledger_state(s: Session) -> tuple[object, ...]:
-    return s.ledger.history(), s.remaining()
+def _ledger_state(s: Session) -> tuple[Any, ...]:
+    return s.ledger.history(), s.remaining()  # type: ignore[attr-defined]  # a SQLite ledger
 
 
 def test_keys_as_a_string_are_refused_not_split_into_letters(session: Session) -> None:
@@ -58,17 +61,19 @@ def test_a_target_accuracy_is_met_and_charged_only_when_run(session: Session) ->
     assert _ledger_state(session) == before  # planning spends nothing
     width = plan.half_widths()["n"]["rows"]
     assert width <= 25.0 and width > 24.0  # the smallest epsilon: its half-width is at the target, not far below
-    eps = plan.guarantee.epsilon
+    guarantee: Any = plan.guarantee
+    eps = guarantee.epsilon
     r = session.sql("SELECT COUNT(*) AS n FROM t", accuracy={"n": 25.0}, rng=insecure_seeded(1))
     (lo, hi), = r.intervals["n"]
-    assert r.guarantee.epsilon == eps and (hi - lo) / 2 <= 25.0 + 1.0  # +1: the geometric grid rounds outward
+    charged: Any = r.guarantee
+    assert charged.epsilon == eps and (hi - lo) / 2 <= 25.0 + 1.0  # +1: the geometric grid rounds outward
     assert session.remaining().epsilon == pytest.approx(before[1].epsilon - eps)
 
 
 def test_the_selection_threshold_is_in_a_result_that_released_nothing(session: Session) -> None:
     r = session.sql("SELECT region, COUNT(*) AS n FROM t WHERE amount > 100000 GROUP BY region", epsilon=0.1,
                     delta=1e-6, rng=insecure_seeded(2))
-    assert r.rows == () or r.rows == []
+    assert len(r.rows) == 0
     assert r.selection["released"] == 0 and r.selection["threshold"] > 0
     assert f"threshold of {r.selection['threshold']}" in str(r)
 
@@ -77,11 +82,11 @@ def test_min_max_median_without_group_by_near_the_truth(session: Session) -> Non
     """Dates come back as dates, on the right side of the true extremes; numbers near the true median."""
     import duckdb
 
-    true = duckdb.connect().execute(
+    true: Any = duckdb.connect().execute(
         f"SELECT MIN(day), MAX(day), MEDIAN(LEAST(GREATEST(amount, 0), 200)) FROM read_csv('{DATA}', "
         "types={'amount': 'DOUBLE', 'day': 'DATE'})").fetchone()
     r = session.sql("SELECT MIN(day) AS d0, MAX(day) AS d1, MEDIAN(amount) AS m FROM t", epsilon=100.0,
-                    bounds={"day": ("2025-01-01", "2027-01-01"), "amount": (0, 200)}, rng=insecure_seeded(4))
+                    bounds=DAY_BOUNDS, rng=insecure_seeded(4))
     (d0, d1, m), = r.rows
     bucket_days = 730 / 1024
     # MIN/MAX are the DP 0- and 1-quantiles: where no unit lies near the extreme the release may fall between
