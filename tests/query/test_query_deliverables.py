@@ -124,3 +124,23 @@ def test_pure_budget_counts_print_at_a_sensible_precision(tmp_path: Path) -> Non
         for _ in range(3):
             r = s.sql("SELECT COUNT(*) AS n FROM t", epsilon=0.1, rng=insecure_seeded(0))
         assert "cost 0.1-DP" in str(r)
+
+
+@pytest.mark.parametrize(("query", "plain"), [
+    ("SELECT f.region, COUNT(*) AS n FROM t AS f WHERE f.amount > 10 GROUP BY f.region",
+     "SELECT region, COUNT(*) AS n FROM t WHERE amount > 10 GROUP BY region"),
+    ("SELECT CAST(FLOOR(amount / 50) * 50 AS INT) AS band, COUNT(*) AS n FROM t "
+     "GROUP BY CAST(FLOOR(amount / 50) * 50 AS INT)",
+     "SELECT CAST(FLOOR(amount / 50) * 50 AS INT) AS band, COUNT(*) AS n FROM t GROUP BY band"),
+    ("SELECT CAST(date_trunc('week', day) AS DATE) AS w, COUNT(*) AS n FROM t "
+     "GROUP BY CAST(date_trunc('week', day) AS DATE)",
+     "SELECT date_trunc('week', day) AS w, COUNT(*) AS n FROM t GROUP BY w"),
+])
+def test_aliases_and_cast_keys_are_accepted_as_written(session: Session, query: str, plain: str) -> None:
+    """`FROM t AS f ... f.col` and a CAST in a GROUP BY key (repeated or by its alias) are the same query."""
+    def raw(q: str) -> list[tuple[Any, ...]]:
+        plan = session.plan(q, epsilon=1.0, delta=1e-6, max_partitions=100, max_rows=10_000)
+        return sorted(session._backend.fetch(plan.sql), key=repr)
+    got, want = raw(query), raw(plain)
+    assert len(got) == len(want) > 1
+    assert [row[1:] for row in got] == [row[1:] for row in want]
