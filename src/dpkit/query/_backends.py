@@ -360,6 +360,40 @@ class SparkBackend:
         self._spark = spark
         self.relation = relation  # as written in the DuckDB-dialect SQL that is transpiled for Spark
         self.native = native or relation  # as written in Spark SQL
+        self._probe: str | None = None  # see probe_row_copy: None not made yet, '' impossible
+
+    def probe_row_copy(self, unit: str) -> str | None:
+        """A temporary view with the source's schema and one row of fixed values chosen from the schema
+        alone ('' for text, 0 for numbers, 1970-01-01 for dates and timestamps, false, NULL for other types;
+        ``unit`` never NULL), made once; None if Spark cannot build it.
+
+        With ANSI mode off Spark turns most row errors into NULL, but some errors that depend on no row are
+        raised only when a row reaches the expression (a regular expression that does not compile, a group
+        index past its groups); a plan run on this row raises them before anything is reserved.
+        """
+        if self._probe is None:
+            self._probe = ""
+            import datetime as dt
+            from decimal import Decimal
+
+            from pyspark.sql import types as st
+
+            fixed: list[tuple[type, Any]] = [
+                (st.StringType, ""), (st.BooleanType, False), (st.DecimalType, Decimal(0)),
+                (st.FloatType, 0.0), (st.DoubleType, 0.0), (st.IntegralType, 0), (st.BinaryType, b""),
+                (st.TimestampType, dt.datetime(1970, 1, 1)), (st.TimestampNTZType, dt.datetime(1970, 1, 1)),
+                (st.DateType, dt.date(1970, 1, 1))]
+            schema = self._spark.sql(f"SELECT * FROM {self.native} LIMIT 0").schema
+            row = [next((v for kind, v in fixed if isinstance(f.dataType, kind)), None) for f in schema.fields]
+            if any(v is None for f, v in zip(schema.fields, row) if f.name == unit):
+                return None
+            name = f"dpkit_probe_{secrets.token_hex(6)}"
+            try:
+                self._spark.createDataFrame([tuple(row)], schema).createOrReplaceTempView(name)
+            except Exception:  # noqa: BLE001 - built from the schema alone; without it the check is skipped
+                return None
+            self._probe = name
+        return self._probe or None
 
     @classmethod
     def from_dataframe(cls, df: Any) -> SparkBackend:

@@ -605,8 +605,10 @@ class Session:
         relation; both are made from the schema, not the data): some errors that depend on no row appear only
         when a query runs (DuckDB 2 compiles a constant regex pattern then, and evaluates a constant such as
         ``CAST('notadate' AS DATE)`` only when a row reaches it), and under TRY they would turn into NULLs
-        and a silently empty answer.  A query refused for the all-NULL row is refused on its text and the
-        schema alone, so the refusal says nothing of the data."""
+        and a silently empty answer.  Spark runs the main statement on one row of fixed values
+        (:meth:`SparkBackend.probe_row_copy`: a regex that does not compile fails only when a row reaches it).
+        A query refused for such a row is refused on its text and the schema alone, so the refusal says
+        nothing of the data."""
         try:
             for statement in compiled.statements(self._backend.dialect):
                 self._backend.check(statement)
@@ -621,6 +623,10 @@ class Session:
                 if null_row is not None:
                     for statement in build(null_row, None).statements("duckdb", safe=False):
                         self._backend.run_on_empty(statement)
+            else:  # Spark: the main statement (it holds every user expression) on one row of fixed values
+                probe = self._backend.probe_row_copy(self.privacy_unit)
+                if probe is not None:
+                    self._backend.fetch(build(probe, None).sql("spark"))
         except Exception as exc:  # noqa: BLE001 - no row was read, so the engine's message is safe to show
             raise InvalidArgumentError(f"the {self.engine} engine cannot run this query ({type(exc).__name__}): "
                                        f"{str(exc).strip()} Nothing was spent.") from None
