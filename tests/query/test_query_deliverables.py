@@ -144,3 +144,21 @@ def test_aliases_and_cast_keys_are_accepted_as_written(session: Session, query: 
     got, want = raw(query), raw(plain)
     assert len(got) == len(want) > 1
     assert [row[1:] for row in got] == [row[1:] for row in want]
+
+
+def test_count_star_needs_max_rows_and_says_what_bounding_did(tmp_path: Path) -> None:
+    """No default turns COUNT(*) into a count of units: max_rows is required (counting units needs none), and
+    every result says what bounding did, or that its intervals are for the bounded data only."""
+    from dpkit.errors import InvalidArgumentError
+
+    frame = pd.DataFrame({"u": [1, 1, 1, 2], "x": [1.0, 2.0, 3.0, 4.0]})
+    with Session(frame, privacy_unit="u", ledger=tmp_path / "l.db", budget=PureDP(3.0)) as s:
+        with pytest.raises(InvalidArgumentError, match="max_rows is required"):
+            s.sql("SELECT COUNT(*) AS n FROM t", epsilon=1.0)
+        assert s.remaining() == PureDP(3.0)
+        units = s.sql("SELECT COUNT(DISTINCT u) AS units FROM t", epsilon=1.0, rng=insecure_seeded(0))
+        assert units.bounding["released"] and "bounding (DP counts" in str(units)
+        assert units.split["bounding_report"][0] == pytest.approx(0.05)  # its explicit share of the budget
+        bare = s.sql("SELECT COUNT(*) AS n FROM t", epsilon=1.0, max_rows=2, bounding_report=False,
+                     rng=insecure_seeded(0))
+        assert "intervals cover the bounded data only" in str(bare)
