@@ -162,3 +162,18 @@ def test_count_star_needs_max_rows_and_says_what_bounding_did(tmp_path: Path) ->
         bare = s.sql("SELECT COUNT(*) AS n FROM t", epsilon=1.0, max_rows=2, bounding_report=False,
                      rng=insecure_seeded(0))
         assert "intervals cover the bounded data only" in str(bare)
+
+
+def test_a_callers_connection_keeps_no_probe_table(tmp_path: Path) -> None:
+    """The plan's check tables (an empty one, one of NULLs) are the session's: closing it leaves the caller's
+    connection without the NULL-row table."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE people AS SELECT range AS u, range * 1.5 AS x FROM range(10)")
+    with Session(con, table="people", privacy_unit="u", ledger=tmp_path / "l.db", budget=PureDP(1.0),
+                 max_rows=1) as s:
+        s.sql("SELECT COUNT(*) AS n FROM people", epsilon=0.5, rng=insecure_seeded(0))
+    names = [row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
+    assert "people" in names and not any(n.startswith("dpkit_null_row") for n in names)
+    con.close()

@@ -348,6 +348,8 @@ class DuckDBBackend:
     def close(self) -> None:
         if self._owned:
             self._con.close()
+        elif self._null_row:  # a caller's connection keeps its own tables, not this session's probe
+            self._con.execute(f"DROP TABLE IF EXISTS {self._null_row}")
 
 
 class SparkBackend:
@@ -510,4 +512,8 @@ class SparkBackend:
                 conf.set("spark.sql.ansi.enabled", before)
 
     def close(self) -> None:
-        return None
+        if self._probe:
+            try:
+                self._spark.catalog.dropTempView(self._probe)
+            except Exception:  # noqa: BLE001, S110 - the Spark session may already be stopped; the view went with it
+                pass
