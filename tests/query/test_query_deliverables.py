@@ -177,3 +177,28 @@ def test_a_callers_connection_keeps_no_probe_table(tmp_path: Path) -> None:
     names = [row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
     assert "people" in names and not any(n.startswith("dpkit_null_row") for n in names)
     con.close()
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT region, COUNT(*) AS n FROM t GROUP BY region HAVING COUNT(*) > 'abc'",
+    "SELECT COUNT(*) + INTERVAL 'x' DAY AS n FROM t",
+    "SELECT region, COUNT(*) AS n FROM t GROUP BY region ORDER BY regexp_matches(region, '(')",
+    "SELECT make_date(2020, 13, CAST(COUNT(*) AS INT)) AS d FROM t",
+])
+def test_a_typo_in_post_processing_is_refused_before_anything_is_spent(session: Session, query: str) -> None:
+    """HAVING, ORDER BY and expressions over aggregates run after the spend, under TRY; one that fails for a
+    reason no value decides was a charged, silently empty answer (or a charged failure).  The plan runs them
+    once on a made-up row first."""
+    from dpkit.errors import InvalidArgumentError
+
+    before = _ledger_state(session)
+    with pytest.raises(InvalidArgumentError, match="(?s)post-processing .* Nothing was spent"):
+        session.sql(query, epsilon=1.0, keys={"region": REGIONS} if "region" in query else None)
+    assert _ledger_state(session) == before
+
+
+def test_post_processing_that_runs_on_the_made_up_row_is_answered(session: Session) -> None:
+    r = session.sql("SELECT region, COUNT(*) AS n, ROUND(SUM(amount) / COUNT(*), 2) AS mean, LN(COUNT(*)) AS ln_n "
+                    "FROM t GROUP BY region HAVING COUNT(*) > 10 ORDER BY n DESC LIMIT 3", epsilon=1.0,
+                    bounds={"amount": (0, 200)}, keys={"region": REGIONS}, rng=insecure_seeded(6))
+    assert len(r.rows) == 3 and all(row[1] > 10 for row in r.rows)

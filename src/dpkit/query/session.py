@@ -59,6 +59,7 @@ from dpkit.query._compile import (Compiled, ValueColumn, compile_query, engine_s
                                   rows_source)
 from dpkit.mechanisms import Exponential, Geometric, Laplace
 from dpkit.query._noise import INTEGER_PRIMITIVES, Measurement, Selection, Split, epsilon_for_rho
+from dpkit.query._post import check_post
 from dpkit.query._result import QueryResult, finish_aggregates, format_guarantee
 from dpkit.query._spec import Aggregate, Key, QuerySpec
 from dpkit.query._keys import PublicKeys
@@ -437,6 +438,12 @@ class Session:
 
         compiled = build(self._backend.relation)
         self._bind(compiled, build)
+        try:  # HAVING, ORDER BY and expressions over aggregates, once on a made-up row: typos there are free too
+            check_post(spec, key_types, {name: v.temporal for name, v in values.items() if v.temporal})
+        except Exception as exc:  # noqa: BLE001 - the row is made up from the query; no data is in the message
+            raise InvalidArgumentError(
+                f"the post-processing of this query (its HAVING, ORDER BY or expressions over aggregates) "
+                f"cannot run ({type(exc).__name__}): {str(exc).strip()} Nothing was spent.") from None
         total_delta = math.fsum(m.delta for m in plan_split.measurements)
         if plan_split.selection is not None:
             total_delta += plan_split.selection.delta
