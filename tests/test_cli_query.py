@@ -158,3 +158,32 @@ def test_help_explains_the_options(capsys: pytest.CaptureFixture[str]) -> None:
     for option in ("--privacy-unit", "--epsilon", "--bounds", "--max-partitions", "--max-rows", "--keys",
                    "--ledger", "--budget-epsilon", "--engine", "--plan", "Exit status"):
         assert option in out
+
+
+def test_plan_and_run_agree_on_the_accuracy_epsilon_at_a_given_confidence(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--accuracy's epsilon depends on --confidence: --plan computes it at that level too, so the cost it shows
+    is the one a run charges (it once planned at 95% while the run charged for the given level)."""
+    ledger = tmp_path / "l.db"
+    args = ["query", str(DATA), "SELECT COUNT(*) AS n FROM t", "--privacy-unit", "user_id", "--schema",
+            "amount=DOUBLE,day=DATE", "--accuracy", "n=30", "--confidence", "0.9", "--ledger", str(ledger),
+            "--budget-epsilon", "5", "--max-rows", "5", "--quiet", "--insecure-seed", "1"]
+    assert main([*args, "--plan"]) == 0
+    planned = capsys.readouterr().out.split("cost: ")[1].split("-DP")[0]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert f"cost {planned}-DP" in out and "90% interval" in out
+
+
+def test_signed_noise_releases_the_raw_noisy_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """By default a count and its interval ends are clamped at 0; --signed-noise releases the raw noise (an
+    empty selection at epsilon 0.001 then has a negative interval end)."""
+    base = ["query", str(DATA), "SELECT COUNT(*) AS n FROM t WHERE amount > 10000", "--privacy-unit", "user_id",
+            "--schema", "amount=DOUBLE,day=DATE", "--epsilon", "0.001", "--ledger", str(tmp_path / "l.db"),
+            "--budget-epsilon", "1", "--max-rows", "5", "--quiet", "--json", "--insecure-seed", "2"]
+    assert main(base) == 0
+    clamped = json.loads(capsys.readouterr().out)["rows"][0]
+    assert clamped["n"] >= 0 and clamped["n_lo"] >= 0
+    assert main([*base, "--signed-noise"]) == 0
+    raw = json.loads(capsys.readouterr().out)["rows"][0]
+    assert raw["n_lo"] < 0

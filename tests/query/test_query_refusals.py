@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from dpkit.errors import BudgetExceededError, UnsupportedError
+from dpkit.errors import BudgetExceededError, InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PureDP
 from dpkit.query import Session
 from dpkit.random import insecure_seeded
@@ -349,3 +349,12 @@ def test_exhausted_budget_refuses_before_running(session: Session) -> None:
 def test_grouping_by_the_parenthesised_privacy_unit_is_refused(session: Session) -> None:
     assert_refused(session, "SELECT COUNT(*) AS n FROM t GROUP BY (uid)", UnsupportedError, "privacy unit 'uid'",
                    delta=1e-6)
+
+
+def test_quantile_buckets_too_many_for_memory_are_refused_by_the_plan(session: Session) -> None:
+    """The quantile histograms are arrays of quantile_buckets floats built after the spend: a size that would
+    exhaust memory there is a failure no row causes, so the plan refuses it and nothing is spent."""
+    before = _state(session)
+    with pytest.raises(InvalidArgumentError, match="quantile_buckets"):
+        session.sql("SELECT MEDIAN(x) AS m FROM t", epsilon=0.5, bounds={"x": (0, 10)}, quantile_buckets=10**9)
+    assert _state(session) == before

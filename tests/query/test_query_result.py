@@ -138,6 +138,19 @@ def test_quantiles_land_on_the_bucket_grid_near_the_truth(session: Session) -> N
     assert r.details["quantiles"]["med"]["bucket_width"] == pytest.approx(0.625)
 
 
+def test_quantiles_and_distinct_counts_without_group_by_read_the_data(session: Session) -> None:
+    """Without GROUP BY the side statements (quantile histograms, distinct counts) have no key column; their
+    rows all belong to the one partition.  (They were once matched to no partition: MIN/MAX/MEDIAN came out
+    uniform over the bounds and COUNT(DISTINCT x) as 0, whatever the data and epsilon.)"""
+    r = session.sql("SELECT MEDIAN(x) AS med, MIN(x) AS lo, MAX(x) AS hi, COUNT(DISTINCT k) AS nk FROM t",
+                    epsilon=1000.0, bounds={"x": (0.0, 20.0)}, max_rows=L_ALL, quantile_buckets=32,
+                    rng=insecure_seeded(5))
+    x = _frame().x.clip(0, 20)
+    (med, lo, hi, nk), = r.rows
+    assert abs(med - x.quantile(0.5)) <= 1.25 and lo <= x.min() + 1.25 and hi >= x.max() - 1.25
+    assert nk == pytest.approx(3, abs=0.5)
+
+
 def test_var_samp_says_it_estimates_the_population_form(session: Session) -> None:
     r = session.sql("SELECT VAR_SAMP(x) AS v FROM t", epsilon=1.0, bounds={"x": (0.0, 20.0)}, rng=insecure_seeded(0))
     assert "population form" in r.details["note"]

@@ -121,7 +121,8 @@ def test_partition_index_is_sort_key_equality() -> None:
     # a type matched in Python gives the same answer
     dec = [pa.array([Decimal("1.50"), None, Decimal("2.00")])]
     assert _partition_index(dec, 3, [[Decimal("2.00"), Decimal("1.5"), None, Decimal("9")]]).tolist() == [2, 0, 1, -1]
-    assert _partition_index([], 1, []).tolist() == []
+    assert _partition_index([], 1, [], rows=0).tolist() == []
+    assert _partition_index([], 1, [], rows=3).tolist() == [0, 0, 0]  # no GROUP BY: all rows in the one partition
     assert _partition_index([pa.array([], pa.int64())], 0, [[1, 2]]).tolist() == [-1, -1]
 
 

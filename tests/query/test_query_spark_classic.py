@@ -80,3 +80,24 @@ def test_a_spark_catalog_table_by_name(spark: Any, tmp_path: Path) -> None:
             assert r.engine == "spark" and len(r.rows) == 1
     finally:
         spark.catalog.dropTempView("dpkit_events")
+
+
+def test_typos_spark_raises_only_on_a_row_are_refused_before_anything_is_spent(spark: Any, tmp_path: Path) -> None:
+    """A regex that does not compile fails in Spark only when a row reaches it (ANSI off turns most other row
+    errors into NULL); the plan runs on one row of fixed values first, so it is refused free, on a table and
+    on its neighbour alike; a non-unique public join key is refused on Spark as on DuckDB."""
+    import pandas as pd
+
+    from dpkit.errors import InvalidArgumentError, UnsupportedError
+
+    d = pd.DataFrame({"uid": [1, 2, 3], "region": ["north", "south", "north"], "x": [1.0, 2.0, 3.0]})
+    dup = spark.createDataFrame(pd.DataFrame({"region": ["north", "north"], "a": [1, 2]}))
+    for frame, name in ((d, "d"), (d.iloc[:2], "d2")):
+        with Session(spark.createDataFrame(frame), privacy_unit="uid", ledger=tmp_path / f"{name}.db",
+                     budget=ApproxDP(epsilon=10.0, delta=1e-6), max_partitions=1, max_rows=5,
+                     public={"dup": dup}) as s:
+            with pytest.raises(InvalidArgumentError, match="Nothing was spent"):
+                s.sql("SELECT COUNT(*) AS n FROM t WHERE regexp_extract(region, '(', 1) = 'a'", epsilon=1.0)
+            with pytest.raises(UnsupportedError, match="not a unique key"):
+                s.sql("SELECT COUNT(*) AS n FROM t JOIN dup ON t.region = dup.region", epsilon=1.0)
+            assert s.ledger.history() == ()  # type: ignore[attr-defined]  # a SQLite ledger

@@ -86,7 +86,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "cover the bounded data only)")
     p.add_argument("--split", default=None, metavar="NAME=SHARE,...",
                    help="budget shares by output column (and partition_selection), summing to 1; equal by default")
-    p.add_argument("--confidence", type=float, default=0.95, help="level of the intervals (default 0.95)")
+    p.add_argument("--confidence", type=float, default=0.95,
+                   help="level of the intervals, and of the half-widths --accuracy targets (default 0.95)")
+    p.add_argument("--signed-noise", action="store_true",
+                   help="release the raw noisy values: counts (and sums of one-signed values) may then be "
+                        "negative; by default they and their interval ends are clamped to their sign (free "
+                        "post-processing that never loses coverage)")
     p.add_argument("--ledger", default="dpkit-ledger.db",
                    help="ledger: a SQLite file (default ./dpkit-ledger.db) or a postgresql://user@host/db URL")
     p.add_argument("--budget-epsilon", type=float, default=None, help="total epsilon of a new ledger")
@@ -231,7 +236,8 @@ def run(args: argparse.Namespace) -> int:
     options = dict(epsilon=args.epsilon, rho=args.rho, delta=args.delta, bounds=_bounds(args.bounds),
                    max_partitions=args.max_partitions, max_rows=args.max_rows, keys=keys_arg,
                    noise=args.noise, split=_split(args.split), selection=args.selection,
-                   bounding_report=not args.no_bounding_report, accuracy=accuracy or None)
+                   bounding_report=not args.no_bounding_report, accuracy=accuracy or None,
+                   confidence=args.confidence)  # for --plan too: --accuracy's epsilon is computed at this level
 
     def say(msg: str) -> None:
         if not args.quiet:
@@ -247,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"budget left in {_where(session)}: {format_guarantee(session.remaining())} (nothing was spent)")
             return 0
         rng = None if args.seed is None else insecure_seeded(args.seed)
-        result = session.sql(args.sql, confidence=args.confidence, rng=rng, progress=say, **options)
+        result = session.sql(args.sql, rng=rng, progress=say, nonnegative=not args.signed_noise, **options)
         if args.json:
             print(json.dumps(_json_safe({"columns": list(result.columns), "rows": result.to_dicts(),
                                          "cost": format_guarantee(result.guarantee),

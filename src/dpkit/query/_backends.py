@@ -209,6 +209,7 @@ class DuckDBBackend:
         self.relation = relation
         self._owned = owned
         self._empty_made = False
+        self._null_row: str | None = None  # see null_row_copy: None not made yet, '' impossible
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], *, schema: dict[str, str] | None = None,
@@ -294,6 +295,32 @@ class DuckDBBackend:
             self._empty_made = True
         return name
 
+    def null_row_copy(self, unit: str) -> str | None:
+        """A temporary table with the session table's schema and one row: ``unit`` set to a fixed value
+        (0, or '0') and every other column NULL (made once; None if no such value converts to the unit's type).
+
+        Built from the schema alone, never by reading the table.  A statement run on it evaluates every
+        expression once, so an error of its constant parts (``day > 'notadate'``, ``make_date(2020, 13, 1)``),
+        which DuckDB raises only when a row reaches the expression, is raised from no data; on the empty
+        copy such an expression is never evaluated, and on the data, under TRY, it would be NULL on every row
+        (a silently empty answer, charged).
+        """
+        if self._null_row is None:
+            import duckdb
+
+            name = f"dpkit_null_row_{secrets.token_hex(6)}"  # its own name: sessions may share a connection
+            self._null_row = ""
+            cols = ", ".join(f"{_quote(c, 'duckdb')} {t}" for c, t in self.schema().items())
+            self._con.execute(f"CREATE OR REPLACE TEMP TABLE {name} ({cols})")
+            for value in ("0", "'0'"):
+                try:
+                    self._con.execute(f"INSERT INTO {name} ({_quote(unit, 'duckdb')}) VALUES ({value})")
+                except duckdb.Error:
+                    continue
+                self._null_row = name
+                break
+        return self._null_row or None
+
     def run_on_empty(self, sql: str) -> None:
         """Run ``sql`` (written over :meth:`empty_copy`) to its end: errors DuckDB raises only when a query
         runs (a constant regex pattern, a date part name) are raised here, from no data."""
@@ -321,6 +348,8 @@ class DuckDBBackend:
     def close(self) -> None:
         if self._owned:
             self._con.close()
+        elif self._null_row:  # a caller's connection keeps its own tables, not this session's probe
+            self._con.execute(f"DROP TABLE IF EXISTS {self._null_row}")
 
 
 class SparkBackend:
@@ -333,6 +362,40 @@ class SparkBackend:
         self._spark = spark
         self.relation = relation  # as written in the DuckDB-dialect SQL that is transpiled for Spark
         self.native = native or relation  # as written in Spark SQL
+        self._probe: str | None = None  # see probe_row_copy: None not made yet, '' impossible
+
+    def probe_row_copy(self, unit: str) -> str | None:
+        """A temporary view with the source's schema and one row of fixed values chosen from the schema
+        alone ('' for text, 0 for numbers, 1970-01-01 for dates and timestamps, false, NULL for other types;
+        ``unit`` never NULL), made once; None if Spark cannot build it.
+
+        With ANSI mode off Spark turns most row errors into NULL, but some errors that depend on no row are
+        raised only when a row reaches the expression (a regular expression that does not compile, a group
+        index past its groups); a plan run on this row raises them before anything is reserved.
+        """
+        if self._probe is None:
+            self._probe = ""
+            import datetime as dt
+            from decimal import Decimal
+
+            from pyspark.sql import types as st
+
+            fixed: list[tuple[type, Any]] = [
+                (st.StringType, ""), (st.BooleanType, False), (st.DecimalType, Decimal(0)),
+                (st.FloatType, 0.0), (st.DoubleType, 0.0), (st.IntegralType, 0), (st.BinaryType, b""),
+                (st.TimestampType, dt.datetime(1970, 1, 1)), (st.TimestampNTZType, dt.datetime(1970, 1, 1)),
+                (st.DateType, dt.date(1970, 1, 1))]
+            schema = self._spark.sql(f"SELECT * FROM {self.native} LIMIT 0").schema
+            row = [next((v for kind, v in fixed if isinstance(f.dataType, kind)), None) for f in schema.fields]
+            if any(v is None for f, v in zip(schema.fields, row) if f.name == unit):
+                return None
+            name = f"dpkit_probe_{secrets.token_hex(6)}"
+            try:
+                self._spark.createDataFrame([tuple(row)], schema).createOrReplaceTempView(name)
+            except Exception:  # noqa: BLE001 - built from the schema alone; without it the check is skipped
+                return None
+            self._probe = name
+        return self._probe or None
 
     @classmethod
     def from_dataframe(cls, df: Any) -> SparkBackend:
@@ -449,4 +512,8 @@ class SparkBackend:
                 conf.set("spark.sql.ansi.enabled", before)
 
     def close(self) -> None:
-        return None
+        if self._probe:
+            try:
+                self._spark.catalog.dropTempView(self._probe)
+            except Exception:  # noqa: BLE001, S110 - the Spark session may already be stopped; the view went with it
+                pass

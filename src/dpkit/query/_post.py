@@ -29,7 +29,7 @@ from dpkit.query._spec import Output
 if TYPE_CHECKING:
     from dpkit.query._spec import QuerySpec
 
-__all__ = ["needs_post", "post_process"]
+__all__ = ["check_post", "needs_post", "post_process"]
 
 
 def needs_post(spec: QuerySpec) -> bool:
@@ -44,8 +44,39 @@ def _swap(sql: str, mapping: dict[str, str]) -> str:
     return node.sql(dialect="duckdb")
 
 
-def post_process(spec: QuerySpec, keys: list[Any], n: int, values: dict[str, np.ndarray],
-                 intervals: dict[str, tuple[np.ndarray, np.ndarray]], kinds: dict[str, str]
+def check_post(spec: QuerySpec, key_types: list[str], temporal: dict[str, str]) -> None:
+    """Run the post-processing once, without its TRY wrappers, on one made-up row, before anything is spent.
+
+    The row holds NULL keys of the keys' engine types and 1 for every aggregate (1970-01-02 for a date, one
+    second past 1970-01-01 for a timestamp), built from the query alone.  An expression that fails on it for
+    a reason no value decides (``HAVING COUNT(*) > 'abc'``, ``COUNT(*) + INTERVAL 'x' DAY``) raises here, free:
+    after the spend, under TRY, it would be NULL on every row (a silently empty answer), or fail and be
+    charged.  Raises the DuckDB error; a key type DuckDB cannot name skips the check.
+    """
+    if not needs_post(spec):
+        return
+    import datetime as dt
+
+    import duckdb
+
+    con = duckdb.connect()
+    keys: list[Any] = []
+    try:
+        for type_name in key_types:
+            try:
+                keys.append(con.sql(f"SELECT CAST(NULL AS {type_name}) AS k").to_arrow_table().column(0))
+            except duckdb.Error:
+                return  # a Spark type name DuckDB does not know: no check (the TRY wrappers still hold)
+    finally:
+        con.close()
+    one: dict[str, Any] = {"date": [dt.date(1970, 1, 2)], "timestamp": [dt.datetime(1970, 1, 1, 0, 0, 1)]}
+    values = {a.name: one[temporal[a.name]] if a.name in temporal else np.ones(1) for a in spec.aggregates}
+    intervals = {a.name: (np.ones(1), np.ones(1)) for a in spec.aggregates}
+    post_process(spec, keys, 1, values, intervals, {a.name: a.kind for a in spec.aggregates}, safe=False)
+
+
+def post_process(spec: QuerySpec, keys: list[Any], n: int, values: dict[str, Any],
+                 intervals: dict[str, tuple[np.ndarray, np.ndarray]], kinds: dict[str, str], *, safe: bool = True
                  ) -> tuple[list[str], list[list[Any]], dict[str, tuple[np.ndarray, np.ndarray]], list[str],
                             list[bool]]:
     """Apply the spec's outputs, HAVING, ORDER BY and LIMIT to the noisy table.
@@ -62,6 +93,8 @@ def post_process(spec: QuerySpec, keys: list[Any], n: int, values: dict[str, np.
         Aggregate name -> (lower, upper) arrays.
     kinds : dict
         Aggregate name -> its kind (counts are integers).
+    safe : bool
+        Wrap each expression in TRY (a value where it fails gives NULL); False for :func:`check_post`.
 
     Returns
     -------
@@ -95,10 +128,13 @@ def post_process(spec: QuerySpec, keys: list[Any], n: int, values: dict[str, np.
         tuple(Output(name=k, expr=exp.column(k, quoted=True).sql("duckdb"), key=k) for k in key_names)
         + tuple(Output(name=a, expr=exp.column(a, quoted=True).sql("duckdb"), aggregate=a, monotone_of=a)
                 for a in agg_names))
+    def guard(sql: str) -> str:
+        return f"TRY({sql})" if safe else f"({sql})"
+
     select = ["__row"]
     key_columns = []
     for i, o in enumerate(outputs):
-        select.append(f"TRY({o.expr}) AS __o{i}")
+        select.append(f"{guard(o.expr)} AS __o{i}")
         agg = o.aggregate or o.monotone_of
         if o.key is not None or (agg is None and not any(
                 isinstance(c, exp.Column) and c.name in agg_names
@@ -106,13 +142,13 @@ def post_process(spec: QuerySpec, keys: list[Any], n: int, values: dict[str, np.
             key_columns.append(o.name)
         if agg is not None:
             a, b = _swap(o.expr, {agg: lo_of[agg]}), _swap(o.expr, {agg: hi_of[agg]})
-            select.append(f"TRY(LEAST({a}, {b})) AS __l{i}, TRY(GREATEST({a}, {b})) AS __h{i}")
+            select.append(f"{guard(f'LEAST({a}, {b})')} AS __l{i}, {guard(f'GREATEST({a}, {b})')} AS __h{i}")
         else:
             select.append(f"CAST(NULL AS DOUBLE) AS __l{i}, CAST(NULL AS DOUBLE) AS __h{i}")
     sql = f"SELECT {', '.join(select)} FROM noisy"
     if spec.having:
-        sql += f" WHERE TRY({spec.having})"
-    order = [f"TRY({e}) {'DESC' if desc else 'ASC'} NULLS LAST" for e, desc in spec.order_by]
+        sql += f" WHERE {guard(spec.having)}"
+    order = [f"{guard(e)} {'DESC' if desc else 'ASC'} NULLS LAST" for e, desc in spec.order_by]
     sql += " ORDER BY " + ", ".join(order + ["__row"])
     if spec.limit is not None:
         sql += f" LIMIT {int(spec.limit)}"

@@ -59,6 +59,7 @@ from dpkit.query._compile import (Compiled, ValueColumn, compile_query, engine_s
                                   rows_source)
 from dpkit.mechanisms import Exponential, Geometric, Laplace
 from dpkit.query._noise import INTEGER_PRIMITIVES, Measurement, Selection, Split, epsilon_for_rho
+from dpkit.query._post import check_post
 from dpkit.query._result import QueryResult, finish_aggregates, format_guarantee
 from dpkit.query._spec import Aggregate, Key, QuerySpec
 from dpkit.query._keys import PublicKeys
@@ -365,7 +366,9 @@ class Session:
         dl = _check_budget_number("delta", delta, allow_zero=True)
         if dl >= 1.0:
             raise InvalidArgumentError(f"delta must be < 1; got {delta!r}.")
-        buckets = _check_int("quantile_buckets", quantile_buckets)
+        # at most 10^6: each released partition's histogram and candidate edges are arrays of that length,
+        # built after the spend, where running out of memory would charge a failure no row caused
+        buckets = _check_int("quantile_buckets", quantile_buckets, most=10**6)
         if noise is None:  # Gaussian noise where the cost is zCDP; Laplace (pure, or (eps, delta)) otherwise
             noise = "gaussian" if r > 0.0 or (isinstance(budget, ZCDP) and dl > 0.0) else "laplace"
         if noise == "gaussian" and isinstance(budget, GaussianDP):
@@ -435,6 +438,12 @@ class Session:
 
         compiled = build(self._backend.relation)
         self._bind(compiled, build)
+        try:  # HAVING, ORDER BY and expressions over aggregates, once on a made-up row: typos there are free too
+            check_post(spec, key_types, {name: v.temporal for name, v in values.items() if v.temporal})
+        except Exception as exc:  # noqa: BLE001 - the row is made up from the query; no data is in the message
+            raise InvalidArgumentError(
+                f"the post-processing of this query (its HAVING, ORDER BY or expressions over aggregates) "
+                f"cannot run ({type(exc).__name__}): {str(exc).strip()} Nothing was spent.") from None
         total_delta = math.fsum(m.delta for m in plan_split.measurements)
         if plan_split.selection is not None:
             total_delta += plan_split.selection.delta
@@ -598,10 +607,15 @@ class Session:
         """Bind every statement of the plan against the schema, running nothing, so that an error the schema
         alone determines (an unknown function, a type mismatch) is raised before anything is reserved.
 
-        DuckDB also runs the plan, without its TRY wrappers, on an empty table of the same schema
-        (``build`` compiles the plan over another relation): some errors that depend on no row appear only
-        when a query runs (DuckDB 2 compiles a constant regex pattern then), and under TRY they would turn
-        into NULLs and a silently empty answer."""
+        DuckDB also runs the plan, without its TRY wrappers, on an empty table of the same schema and on a
+        table of one row whose columns are all NULL but the unit (``build`` compiles the plan over another
+        relation; both are made from the schema, not the data): some errors that depend on no row appear only
+        when a query runs (DuckDB 2 compiles a constant regex pattern then, and evaluates a constant such as
+        ``CAST('notadate' AS DATE)`` only when a row reaches it), and under TRY they would turn into NULLs
+        and a silently empty answer.  Spark runs the main statement on one row of fixed values
+        (:meth:`SparkBackend.probe_row_copy`: a regex that does not compile fails only when a row reaches it).
+        A query refused for such a row is refused on its text and the schema alone, so the refusal says
+        nothing of the data."""
         try:
             for statement in compiled.statements(self._backend.dialect):
                 self._backend.check(statement)
@@ -610,6 +624,16 @@ class Session:
                 # does not join (and scan) a large public key table
                 for statement in build(self._backend.empty_copy(), None).statements("duckdb", safe=False):
                     self._backend.run_on_empty(statement)
+                # and on one row of NULLs (the unit set): DuckDB evaluates an expression's constant parts
+                # only when a row reaches it, so `day > 'notadate'` fails here, not as NULL on every row
+                null_row = self._backend.null_row_copy(self.privacy_unit)
+                if null_row is not None:
+                    for statement in build(null_row, None).statements("duckdb", safe=False):
+                        self._backend.run_on_empty(statement)
+            else:  # Spark: the main statement (it holds every user expression) on one row of fixed values
+                probe = self._backend.probe_row_copy(self.privacy_unit)
+                if probe is not None:
+                    self._backend.fetch(build(probe, None).sql("spark"))
         except Exception as exc:  # noqa: BLE001 - no row was read, so the engine's message is safe to show
             raise InvalidArgumentError(f"the {self.engine} engine cannot run this query ({type(exc).__name__}): "
                                        f"{str(exc).strip()} Nothing was spent.") from None
@@ -681,7 +705,7 @@ class Session:
                 f"SELECT DISTINCT {cols} FROM {relation} ORDER BY {', '.join(f'k{i}' for i in range(len(names)))}",
                 self._backend.dialect))
         elif type(keys).__module__.split(".")[0] in ("pandas", "polars", "pyarrow"):
-            columns = list(getattr(keys, "columns", None) or getattr(keys, "column_names", []))
+            columns = [str(c) for c in (keys.column_names if hasattr(keys, "column_names") else keys.columns)]
             missing = [n for n in names if n not in columns]
             if missing:
                 raise InvalidArgumentError(f"the keys dataframe has no column {missing} for the group keys {names}.")
@@ -895,7 +919,7 @@ class Session:
             Shares of the budget by output name (and "partition_selection"), summing to 1; equal
             by default.  ``plan(...)`` shows the split before anything runs.
         quantile_buckets : int
-            Resolution of quantiles: candidates are the bucket edges of [lo, hi].
+            Resolution of quantiles: candidates are the bucket edges of [lo, hi] (at most 10^6 buckets).
         confidence : float
             Level of the intervals.
         rng : numpy Generator, optional
