@@ -45,7 +45,22 @@ def _keep(value: object, checked: float) -> float:
 
 
 def _fmt(x: float) -> str:
-    return repr(float(x))
+    """``x`` for reading: its shortest repr, or the nearest 12-significant-digit decimal when the repr is
+    longer, so that ``2.1999999999999997`` prints as ``2.2``.
+
+    The printed text is for people only: the attributes and ``repr`` keep the exact number, and nothing in
+    dpkit decides from printed text.  Nearest rounding, not upward, because a printed guarantee is read both as
+    a cost (where up is the safe side) and as a remaining budget (where down is).
+
+    >>> _fmt(2.1999999999999997), _fmt(9.800000000000001e-06), _fmt(999.4899999999999), _fmt(1.0), _fmt(1/3)
+    ('2.2', '9.8e-06', '999.49', '1.0', '0.333333333333')
+    """
+    f = float(x)
+    text = repr(f)
+    if not math.isfinite(f) or len(text.lstrip("-").split("e")[0].replace(".", "").lstrip("0")) <= 12:
+        return text
+    short = f"{f:.12g}"
+    return short if any(c in short for c in ".e") else short + ".0"
 
 
 @dataclass(frozen=True, slots=True)  # one parameter: positional is unambiguous

@@ -148,7 +148,7 @@ class RandomizedResponse(Mechanism):
     --------
     >>> rr = RandomizedResponse(epsilon=math.log(3))
     >>> round(rr.keep_probability, 12), str(rr.guarantee)
-    (0.75, '1.0986122886681098-DP')
+    (0.75, '1.09861228867-DP')
     """
 
     name = "randomized response"

@@ -237,7 +237,7 @@ def zcdp_to_approx_dp(guarantee: ZCDP, *, delta: float, method: ZcdpMethod = "ck
     Examples
     --------
     >>> print(zcdp_to_approx_dp(ZCDP(rho=0.5), delta=1e-5, method="bs16"))
-    (5.298525912188081, 1e-05)-DP
+    (5.29852591219, 1e-05)-DP
     """
     g = require(guarantee, ZCDP, "zcdp_to_approx_dp")
     target = check_delta(delta, open_interval=True)
