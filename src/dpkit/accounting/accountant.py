@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from dpkit._math import Estimate, check_delta, check_epsilon
+from dpkit._math.bisection import bisect_monotone
 from dpkit._math.directed import down, up
 from dpkit.accounting.filters import Filter, FilterSet, make_filter
 from dpkit.accounting.items import ORDERS, PrivacyItem, as_item
@@ -351,13 +352,9 @@ class Accountant:
         lo, hi = 0.0, float(cast(ApproxDP, self._budget).epsilon)
         if self._rule.admit(as_item(PureDP(hi)), 1) is not None:
             return hi
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            if self._rule.admit(as_item(PureDP(mid)), 1) is not None:
-                lo = mid
-            else:
-                hi = mid
-        return lo
+        # the lower side of "refused": a pure epsilon the rule admitted (or 0)
+        return bisect_monotone(lambda e: self._rule.admit(as_item(PureDP(e)), 1) is None, lo, hi, side="lower",
+                               rtol=0.0, max_iter=60)
 
     def _delta_left(self) -> float:
         if self._rule.pending is not None:  # nothing spent yet: a first (epsilon, delta) spend may take all of delta

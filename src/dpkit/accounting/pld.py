@@ -51,6 +51,7 @@ from scipy import special
 from scipy import fft as sp_fft
 
 from dpkit._math import Estimate, check_delta, check_finite, check_positive
+from dpkit._math.bisection import bisect_monotone
 from dpkit.accounting._pld_discretize import LossLaw, discretize, discretize_law, gaussian_law, laplace_law
 from dpkit.distributions import Distribution
 from dpkit.divergences.pairs import DiscreteGaussianShift, DiscreteLaplaceShift, GaussianShift, LaplaceShift
@@ -225,15 +226,7 @@ class PLD:
     @staticmethod
     def _bisect(ok: Callable[[float], bool], lo: float, hi: float) -> float:
         """The smallest point (to 1e-13 relative) of [lo, hi] where ``ok`` holds; ok(hi) is true."""
-        for _ in range(200):
-            if hi - lo <= 1e-13 * max(1.0, abs(hi)):
-                break
-            mid = 0.5 * (lo + hi)
-            if ok(mid):
-                hi = mid
-            else:
-                lo = mid
-        return max(hi, 0.0)
+        return max(bisect_monotone(ok, lo, hi, side="upper", rtol=1e-13, atol=1e-13, max_iter=200), 0.0)
 
     # ---- composing ----------------------------------------------------------------------------
     def compose(self, other: PLD) -> PLD:

@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpkit._math import Estimate, check_delta, check_epsilon, check_positive
+from dpkit._math.bisection import bisect_monotone
 from dpkit._math.directed import up
 from dpkit._math.precise import mp, to_float_up
 from dpkit.distributions import DiscreteGaussian
@@ -87,13 +88,8 @@ def bisect_sigma(ok: Callable[[float], bool], guess: float) -> float:
         hi *= 2.0
         if hi > 1e300:
             raise UnsupportedError("no finite sigma meets this target.")
-    while hi - lo > 1e-12 * hi:
-        mid = 0.5 * (lo + hi)
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    # the upper side: a sigma where ok was verified (more noise than the boundary, never less)
+    return bisect_monotone(ok, lo, hi, side="upper", rtol=1e-12)
 
 
 class Gaussian(Mechanism):

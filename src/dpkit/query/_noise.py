@@ -48,6 +48,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from dpkit._math.bisection import bisect_monotone
 from dpkit.accounting.items import PrivacyItem, as_item, combine
 from dpkit.errors import InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ZCDP, ApproxDP, PureDP
@@ -186,9 +187,8 @@ def epsilon_for_rho(rho: float, build: Any, count: int = 1) -> float:
     lo, hi = 0.0, math.sqrt(2.0 * rho / count) if count > 0 else 1.0
     while cost(hi) <= rho:
         lo, hi = hi, hi * 2.0
-    while hi - lo > 1e-9 * hi:
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if cost(mid) <= rho else (lo, mid)
+    # the lower side of "cost exceeds rho": an epsilon whose cost was verified <= rho
+    lo = bisect_monotone(lambda e: cost(e) > rho, lo, hi, side="lower", rtol=1e-9)
     if lo == 0.0:
         raise InvalidArgumentError(f"no epsilon meets the zCDP share {rho!r}.")
     return lo

@@ -50,6 +50,7 @@ from typing import Any, cast
 import numpy as np
 from sqlglot import exp as _exp
 
+from dpkit._math.bisection import bisect_monotone
 from dpkit.errors import ArgumentTypeError, DataDependentFailure, InvalidArgumentError, UnsupportedError
 from dpkit.accounting.items import PrivacyItem
 from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP
@@ -559,9 +560,7 @@ class Session:
             if hi > 1e6:
                 raise InvalidArgumentError(
                     f"no epsilon up to 1e6 meets the accuracy {accuracy}; ask for wider half-widths.")
-        while hi - lo > 1e-6 * hi:
-            mid = math.sqrt(lo * hi)
-            lo, hi = (lo, mid) if meets(mid) else (mid, hi)
+        hi = bisect_monotone(meets, lo, hi, side="upper", rtol=1e-6, midpoint="log")
         rounded = float(f"{hi:.6g}")
         return rounded if meets(rounded) else hi
 
