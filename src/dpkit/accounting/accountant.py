@@ -33,7 +33,7 @@ from fractions import Fraction
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from dpkit._math import Estimate, check_delta, check_epsilon
+from dpkit._math import Estimate, check_count, check_delta, check_epsilon
 from dpkit._math.bisection import bisect_monotone
 from dpkit._math.directed import down, up
 from dpkit.accounting.filters import Filter, FilterSet, make_filter
@@ -67,12 +67,6 @@ class MethodReport:
     kind: str
     valid_adaptively: bool
     note: str = ""
-
-
-def _check_count(count: object) -> int:
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise InvalidArgumentError(f"count must be an integer >= 1; got {count!r}.")
-    return count
 
 
 def check_budget(budget: object) -> Budget:
@@ -230,7 +224,7 @@ class Accountant:
 
     def check(self, item: object, *, count: int = 1) -> None:
         """Dry run: raise BudgetExceededError if spending ``item`` ``count`` times would overspend."""
-        self._decide(as_item(item), _check_count(count))
+        self._decide(as_item(item), check_count("count", count))
 
     def spend(self, item: object, *, count: int = 1, label: str | None = None) -> Any:
         """Record a spend if it fits, else raise BudgetExceededError leaving everything unchanged.
@@ -245,7 +239,7 @@ class Accountant:
 
         Raises BudgetExceededError (or UnsupportedError) and changes nothing if the spend does not fit."""
         it = as_item(item, label=label)
-        n = _check_count(count)
+        n = check_count("count", count)
         state, rule, allowance = self._decide(it, n)
         # the one commit (the append cannot fail once the new state and rule exist)
         self._state, self._rule, self._allowance = state, rule, allowance

@@ -50,7 +50,7 @@ from numpy.typing import NDArray
 from scipy import special
 from scipy import fft as sp_fft
 
-from dpkit._math import Estimate, check_delta, check_finite, check_positive
+from dpkit._math import Estimate, check_count, check_delta, check_finite, check_positive
 from dpkit._math.bisection import bisect_monotone
 from dpkit.accounting._pld_discretize import LossLaw, discretize, discretize_law, gaussian_law, laplace_law
 from dpkit.distributions import Distribution
@@ -80,9 +80,7 @@ def _norm2(x: NDArray[np.float64]) -> float:
 
 
 def _check_k(k: object) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise InvalidArgumentError(f"k must be an integer >= 1; got {k!r}.")
-    return int(k)
+    return check_count("k", k)
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
 
+from dpkit._math import check_count
 from dpkit.accounting import Accountant
 from dpkit.accounting.items import ORDERS, PrivacyItem, as_item, item_from_json, item_to_json
 from dpkit.accounting.state import AccountingState
@@ -61,7 +62,6 @@ __all__ = [
     "FilterSpec",
     "SQLLedger",
     "check_budget",
-    "check_count",
     "check_filter",
     "filter_from_text",
     "filter_to_text",
@@ -83,13 +83,6 @@ COLUMNS = "id, created_at, updated_at, label, type, params, count, state, owner,
 def now() -> str:
     """The current UTC time as ISO 8601 text with microseconds (the record's time format)."""
     return datetime.now(UTC).isoformat(timespec="microseconds")
-
-
-def check_count(count: object) -> int:
-    """``count`` if it is an ``int`` >= 1 (not a bool), else ValueError."""
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise InvalidArgumentError(f"count must be an integer >= 1; got {count!r}.")
-    return count
 
 
 def check_budget(budget: object) -> Budget:
@@ -171,7 +164,7 @@ def validate_spend(
             record = guarantee_to_record(item.headline)
         else:
             record = (ITEM_TYPE, item.key)  # the event as canonical JSON (made once, with the item)
-    n = check_count(count)
+    n = check_count("count", count)
     text = item.label if label is None else label
     if metadata is not None and not isinstance(metadata, dict):
         raise ArgumentTypeError(f"metadata must be a dict or None; got {type(metadata).__name__}.")

@@ -10,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpkit._math import Estimate, check_delta, check_epsilon, check_positive
+from dpkit._math import Estimate, check_count, check_delta, check_epsilon, check_positive
 from dpkit._math.bisection import bisect_monotone
 from dpkit._math.directed import up
 from dpkit._math.precise import mp, to_float_up
@@ -129,8 +129,7 @@ class Gaussian(Mechanism):
                  sigma: float | None = None, calibration: str = "analytic", dimension: int = 1,
                  granularity_bits: int = 10) -> None:
         s2 = check_positive("sensitivity", sensitivity)
-        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
-            raise InvalidArgumentError(f"dimension must be an integer >= 1; got {dimension!r}.")
+        dimension = check_count("dimension", dimension)
         if (
             isinstance(granularity_bits, bool)
             or not isinstance(granularity_bits, int)

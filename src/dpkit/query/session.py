@@ -50,6 +50,7 @@ from typing import Any, cast
 import numpy as np
 from sqlglot import exp as _exp
 
+from dpkit._math import check_count
 from dpkit._math.bisection import bisect_monotone
 from dpkit.errors import ArgumentTypeError, DataDependentFailure, InvalidArgumentError, UnsupportedError
 from dpkit.accounting.items import PrivacyItem
@@ -149,9 +150,8 @@ class QueryPlan:
 
 
 def _check_int(name: str, value: object, *, most: int = 10**9) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= most:
-        raise InvalidArgumentError(f"{name} must be an integer >= 1 (and at most {most:.0e}); got {value!r}.")
-    return int(value)
+    """A count of at most ``most``: :func:`dpkit._math.check_count` (IntegerTypeError, also a ValueError)."""
+    return check_count(name, value, maximum=most)
 
 
 def _check_budget_number(name: str, value: object, *, allow_zero: bool) -> float:

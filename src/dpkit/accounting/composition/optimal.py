@@ -33,11 +33,11 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import gammaln, logsumexp
 
-from dpkit._math import Estimate, check_delta, check_epsilon
+from dpkit._math import Estimate, check_count, check_delta, check_epsilon
 from dpkit._math.bisection import bisect_bracket
 from dpkit._math.directed import float_key, from_key
 from dpkit._math.precise import mp, to_float_down, to_float_up
-from dpkit.accounting.composition._common import check_count, expand, log1mexp_array
+from dpkit.accounting.composition._common import expand, log1mexp_array
 from dpkit.errors import InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PureDP
 
