@@ -45,11 +45,13 @@ Lemma 3.2; epsilon tanh(epsilon/2) for pure DP, Steinke 2024 Thm 5) is <= rho_p,
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from dpkit._math.bisection import bisect_monotone
 from dpkit.accounting.items import PrivacyItem, as_item, combine
+from dpkit.accounting.protocols import CalibratedMechanism
 from dpkit.errors import InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ZCDP, ApproxDP, PureDP
 from dpkit.mechanisms import Exponential, Gaussian, Geometric, Laplace
@@ -85,7 +87,7 @@ class Measurement:
     def l2(self) -> float:
         return math.sqrt(self.partitions_per_unit) * self.bound
 
-    def mechanism(self, partitions: int) -> Any:
+    def mechanism(self, partitions: int) -> Any:  # Any: callers read the family's own sigma/scale
         """The mechanism for a vector of ``partitions`` values (>= 1); for quantiles, the exponential
         mechanism each partition runs (epsilon / K each, K partitions a unit: basic composition)."""
         g = max(1, int(partitions))
@@ -161,7 +163,7 @@ def _with(item: PrivacyItem, **changes: Any) -> PrivacyItem:
     return replace(item, **changes)
 
 
-def mechanism_item(m: Any) -> PrivacyItem:
+def mechanism_item(m: CalibratedMechanism) -> PrivacyItem:
     """The item of a pure-DP mechanism: its pure epsilon, and its own (possibly smaller) zCDP bound."""
     item = as_item(PureDP(float(m.pure_dp().epsilon)))
     try:
@@ -178,7 +180,7 @@ def mechanism_item(m: Any) -> PrivacyItem:
     return item
 
 
-def epsilon_for_rho(rho: float, build: Any, count: int = 1) -> float:
+def epsilon_for_rho(rho: float, build: Callable[..., CalibratedMechanism], count: int = 1) -> float:
     """The largest epsilon (to 1e-9 relative) whose mechanism ``build(epsilon)``, used ``count`` times,
     has a zCDP bound <= rho (read from the mechanism; bisection, never above)."""
     def cost(e: float) -> float:
