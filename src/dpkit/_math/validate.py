@@ -79,6 +79,8 @@ def check_count(name: str, value: object, *, minimum: int = 1, maximum: int | No
     ``TypeError`` and a ``ValueError``; an integer out of range raises
     :class:`~dpkit.errors.InvalidArgumentError`. Messages read "count must be an integer >= 1; got 1.5.".
     """
+    if type(value) is int and value >= minimum and (maximum is None or value <= maximum):
+        return value  # the common case, without the ABC check
     bound = f">= {minimum}" + ("" if maximum is None else f" (and at most {maximum:.0e})")
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         shown = f"{value!r}" if isinstance(value, numbers.Real) else f"{type(value).__name__} {value!r}"

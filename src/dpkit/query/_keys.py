@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["PublicKeys", "release_order"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PublicKeys:
     """The public keys of one plan, as a table in the engine: ``__idx`` (the order given) and ``c0..``."""
 

@@ -63,7 +63,7 @@ __all__ = ["Measurement", "Selection", "Split", "gaussian_for_vector", "selectio
 INTEGER_PRIMITIVES = ("rows", "units", "distinct")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Measurement:
     """One noisy vector: a primitive of one aggregate, its per-partition bound and budget share."""
 
@@ -210,7 +210,7 @@ def gaussian_for_rho(l2: float, rho: float, dimension: int) -> Gaussian:
     raise InvalidArgumentError(f"no Gaussian met the zCDP share {rho!r}.")  # pragma: no cover - the grid converges
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Selection:
     """Private partition selection by a thresholded noisy count of units.
 
@@ -286,7 +286,7 @@ class _CountGaussian:
         return _Noisy(values=c + np.asarray(noise, dtype=float))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Noisy:
     values: Any
 
@@ -360,7 +360,7 @@ def gaussian_for_vector(l2: float, epsilon: float, delta: float, dimension: int)
     return Gaussian(sensitivity=l2, sigma=hi, dimension=dimension)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Split:
     """How one query's budget is divided: per output aggregate, per primitive, for selection and for the
     bounding report (four unit counts of l1 sensitivity 4, geometric noise: ``report_epsilon``)."""

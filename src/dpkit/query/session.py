@@ -1103,7 +1103,7 @@ class Session:
                       guarantee=r.guarantee, insecure=r.insecure)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Bounds:
     """DP clamping bounds (``lo, hi = bounds``): NaN if the noisy histogram was empty."""
 
