@@ -116,3 +116,33 @@ def test_epsilon_for_a_zcdp_share_costs_at_most_the_share(rho: float, count: int
 
     eps = epsilon_for_rho(rho, lambda e: Laplace(sensitivity=1.0, epsilon=e), count=count)
     assert count * mechanism_item(Laplace(sensitivity=1.0, epsilon=eps)).rho <= rho  # the lower (safe) side
+
+
+@pytest.mark.parametrize("delta", [1e-3, 1e-6, 1e-9])
+def test_pessimistic_pld_epsilon_meets_its_delta(delta: float) -> None:
+    from dpkit.accounting.pld import pld_from_pair
+    from dpkit.distributions import DiscreteLaplace
+
+    pld = pld_from_pair(DiscreteLaplace(0, 1.3), DiscreteLaplace(2, 1.3), grid=1e-3)
+    pld = pld.compose(pld)
+    eps = float(pld.epsilon(delta))
+    assert float(pld.delta(eps)) <= delta  # the upper end: a pessimistic delta at it meets the target
+
+
+@pytest.mark.parametrize("k, delta_total", [(5, 1e-5), (30, 1e-4)])
+def test_optimal_composition_epsilon_meets_delta_total(k: int, delta_total: float) -> None:
+    from dpkit.accounting.composition import compose_optimal
+
+    eps = float(compose_optimal(0.1, 1e-7, k, delta_total=delta_total).epsilon)
+    assert float(compose_optimal(0.1, 1e-7, k, epsilon_total=eps).delta) <= delta_total
+
+
+def test_the_accountants_largest_pure_spend_is_admitted() -> None:
+    from dpkit.accounting import Accountant
+    from dpkit.guarantees import ApproxDP, PureDP
+
+    acc = Accountant(ApproxDP(epsilon=1.0, delta=1e-6))
+    acc.admit(PureDP(0.3))
+    left = float(acc.remaining().epsilon)  # type: ignore[union-attr]
+    assert left > 0.0
+    acc.check(PureDP(left))  # the lower side of "refused": the reported epsilon is admitted
