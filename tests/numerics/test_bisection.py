@@ -67,7 +67,11 @@ def test_log_midpoint_keeps_the_side_and_tolerance(lo: float, ratio: float, rtol
 @given(st.integers(min_value=1, max_value=30))
 def test_max_iter_bounds_the_evaluations(n: int) -> None:
     calls: list[float] = []
-    bisect_bracket(lambda x: calls.append(x) or x >= 1.0 / 3.0, 0.0, 1.0, rtol=0.0, max_iter=n)
+    def pred(x: float) -> bool:
+        calls.append(x)
+        return x >= 1.0 / 3.0
+
+    bisect_bracket(pred, 0.0, 1.0, rtol=0.0, max_iter=n)
     assert len(calls) == n
 
 
@@ -143,6 +147,8 @@ def test_the_accountants_largest_pure_spend_is_admitted() -> None:
 
     acc = Accountant(ApproxDP(epsilon=1.0, delta=1e-6))
     acc.admit(PureDP(0.3))
-    left = float(acc.remaining().epsilon)  # type: ignore[union-attr]
+    remaining = acc.remaining()
+    assert isinstance(remaining, ApproxDP)
+    left = float(remaining.epsilon)
     assert left > 0.0
     acc.check(PureDP(left))  # the lower side of "refused": the reported epsilon is admitted

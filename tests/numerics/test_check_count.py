@@ -57,7 +57,9 @@ def test_numpy_count_is_accepted_by_composition_and_the_accountant_alike() -> No
     composed = compose_basic([(PureDP(0.1), np.int64(3))])
     acc = Accountant(PureDP(1.0))
     acc.spend(PureDP(0.1), count=np.int64(3))  # type: ignore[arg-type]
-    assert float(acc.spent().epsilon) == pytest.approx(float(composed.epsilon))
+    spent = acc.spent()
+    assert isinstance(spent, PureDP)
+    assert float(spent.epsilon) == pytest.approx(float(composed.epsilon))
 
 
 @pytest.mark.parametrize("value", [True, "2", None, 1.5])
