@@ -7,6 +7,7 @@ The tree::
         ├── InvalidArgumentError       (also a ValueError) a bad parameter value: epsilon <= 0, NaN,
         │                              a pmf that does not sum to 1, an unknown option name
         ├── ArgumentTypeError          (also a TypeError) an argument of the wrong type
+        │   └── IntegerTypeError       (also an InvalidArgumentError) a count that is not an integer
         ├── UnsupportedError           a request dpkit cannot answer soundly (e.g. converting WassersteinDP)
         ├── NumericalAccuracyError     a numerical method could not reach the accuracy it promises
         ├── BudgetExceededError        a spend that would exceed the privacy budget (nothing was spent)
@@ -37,6 +38,7 @@ __all__ = [
     "BudgetExceededError",
     "DataDependentFailure",
     "DpkitError",
+    "IntegerTypeError",
     "InvalidArgumentError",
     "LedgerError",
     "LedgerUnavailableError",
@@ -67,6 +69,16 @@ class InvalidArgumentError(DpkitError, ValueError):
 
 class ArgumentTypeError(DpkitError, TypeError):
     """An argument of the wrong type; also a :class:`TypeError`, so ``except TypeError`` keeps working."""
+
+
+class IntegerTypeError(ArgumentTypeError, InvalidArgumentError):
+    """A count (or another argument that must be an integer) of another type: a bool, a float, a string, None.
+
+    Both an :class:`ArgumentTypeError` (a :class:`TypeError`) and an :class:`InvalidArgumentError` (a
+    :class:`ValueError`), so the composition functions' ``TypeError`` contract and the ledger's and
+    Accountant's ``ValueError`` contract both hold for the one check, ``dpkit._math.check_count``. An
+    integer below the allowed minimum raises a plain :class:`InvalidArgumentError`.
+    """
 
 
 class UnsupportedError(DpkitError):

@@ -16,6 +16,7 @@ from dpkit._math.logspace import log1mexp, log_ndtr, logsubexp, logsumexp, log_a
 from dpkit._math.result import Estimate
 from dpkit._math.validate import (
     check_alpha,
+    check_count,
     check_delta,
     check_epsilon,
     check_finite,
@@ -26,6 +27,7 @@ from dpkit._math.validate import (
 __all__ = [
     "Estimate",
     "check_alpha",
+    "check_count",
     "check_delta",
     "check_epsilon",
     "check_finite",

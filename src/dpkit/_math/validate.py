@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
-from dpkit.errors import ArgumentTypeError, InvalidArgumentError
+import numbers
+
+from dpkit.errors import ArgumentTypeError, IntegerTypeError, InvalidArgumentError
 
 
 def _num(name: str, value: object) -> float:
@@ -67,3 +69,23 @@ def check_alpha(value: object, name: str = "alpha") -> float:
     if not (x > 0):
         raise InvalidArgumentError(f"{name} must be > 0 (use math.inf for the max divergence); got {x}.")
     return x
+
+
+def check_count(name: str, value: object, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """The one check of a count: ``value`` as an ``int`` if it is an integer in ``[minimum, maximum]``.
+
+    Accepts Python ``int`` and NumPy integers (``np.int64(3)``); refuses ``bool``, floats (``2.0`` too),
+    strings, ``None`` and every other type with :class:`~dpkit.errors.IntegerTypeError`, which is both a
+    ``TypeError`` and a ``ValueError``; an integer out of range raises
+    :class:`~dpkit.errors.InvalidArgumentError`. Messages read "count must be an integer >= 1; got 1.5.".
+    """
+    if type(value) is int and value >= minimum and (maximum is None or value <= maximum):
+        return value  # the common case, without the ABC check
+    bound = f">= {minimum}" + ("" if maximum is None else f" (and at most {maximum:.0e})")
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        shown = f"{value!r}" if isinstance(value, numbers.Real) else f"{type(value).__name__} {value!r}"
+        raise IntegerTypeError(f"{name} must be an integer {bound}; got {shown}.")
+    count = int(value)
+    if count < minimum or (maximum is not None and count > maximum):
+        raise InvalidArgumentError(f"{name} must be an integer {bound}; got {count}.")
+    return count

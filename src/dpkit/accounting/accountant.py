@@ -31,12 +31,14 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
-from dpkit._math import Estimate, check_delta, check_epsilon
+from dpkit._math import Estimate, check_count, check_delta, check_epsilon
+from dpkit._math.bisection import bisect_monotone
 from dpkit._math.directed import down, up
 from dpkit.accounting.filters import Filter, FilterSet, make_filter
 from dpkit.accounting.items import ORDERS, PrivacyItem, as_item
+from dpkit.accounting.protocols import PrivacyLike
 from dpkit.accounting.state import AccountingState
 from dpkit.errors import ArgumentTypeError, BudgetExceededError, InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP, RenyiDP, WassersteinDP
@@ -52,7 +54,7 @@ ADAPTIVE_VALID = {"basic": True, "zcdp": True, "gdp": True, "rdp": True, "pld": 
 class Spend:
     """One recorded spend: the item as given, its repeat count and a label."""
 
-    item: Any
+    item: PrivacyLike
     count: int
     label: str
 
@@ -66,12 +68,6 @@ class MethodReport:
     kind: str
     valid_adaptively: bool
     note: str = ""
-
-
-def _check_count(count: object) -> int:
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise InvalidArgumentError(f"count must be an integer >= 1; got {count!r}.")
-    return count
 
 
 def check_budget(budget: object) -> Budget:
@@ -175,7 +171,7 @@ class Accountant:
         return f"Accountant(budget={self._budget}, adaptive={self._adaptive}, spends={len(self._spends)})"
 
     # ---- deciding ----------------------------------------------------------------------------
-    def _decide(self, item: PrivacyItem, count: int) -> tuple[AccountingState, FilterSet, Any]:
+    def _decide(self, item: PrivacyItem, count: int) -> tuple[AccountingState, FilterSet, tuple[int, str, int] | None]:
         """(new state, new rule, allowance) if the spend fits; raises otherwise (changing nothing)."""
         new_state = self._state.add(item, count)
         refused = f"refused: spending {item.label} x{count} would exceed the budget {self._budget}"
@@ -227,30 +223,30 @@ class Accountant:
                 hi = mid
         return lo
 
-    def check(self, item: object, *, count: int = 1) -> None:
+    def check(self, item: PrivacyLike, *, count: int = 1) -> None:
         """Dry run: raise BudgetExceededError if spending ``item`` ``count`` times would overspend."""
-        self._decide(as_item(item), _check_count(count))
+        self._decide(as_item(item), check_count("count", count))
 
-    def spend(self, item: object, *, count: int = 1, label: str | None = None) -> Any:
+    def spend(self, item: PrivacyLike, *, count: int = 1, label: str | None = None) -> Budget:
         """Record a spend if it fits, else raise BudgetExceededError leaving everything unchanged.
 
         Returns the remaining budget (:meth:`remaining`)."""
         self.admit(item, count=count, label=label)
         return self.remaining()
 
-    def admit(self, item: object, *, count: int = 1, label: str | None = None) -> None:
+    def admit(self, item: PrivacyLike, *, count: int = 1, label: str | None = None) -> None:
         """:meth:`spend` without computing what remains: O(1) in the history, for a caller spending in a loop
         (under an ApproxDP budget :meth:`remaining` searches for the largest pure epsilon still admitted).
 
         Raises BudgetExceededError (or UnsupportedError) and changes nothing if the spend does not fit."""
         it = as_item(item, label=label)
-        n = _check_count(count)
+        n = check_count("count", count)
         state, rule, allowance = self._decide(it, n)
         # the one commit (the append cannot fail once the new state and rule exist)
         self._state, self._rule, self._allowance = state, rule, allowance
         self._spends.append(Spend(item, n, label or it.label))
 
-    def remaining(self) -> Any:
+    def remaining(self) -> Budget:
         """What is left, in the budget's family.
 
         PureDP: the epsilon left; ZCDP: the rho left; GaussianDP: the mu with mu^2 = mu_B^2 - sum mu_i^2;
@@ -287,7 +283,7 @@ class Accountant:
             return ApproxDP(epsilon=max(0.0, _down(eps_b - used_eps)), delta=delta_b)
         return ApproxDP(epsilon=self._largest_pure(), delta=self._delta_left())
 
-    def spent(self) -> Any:
+    def spent(self) -> Budget:
         """What the spends so far add up to, in the budget's family, as the adaptive rule accounts for them.
 
         PureDP: the sum of epsilon (Dwork & Roth 2014, Thm 3.16); ZCDP: the sum of rho (Bun & Steinke 2016,
@@ -351,13 +347,9 @@ class Accountant:
         lo, hi = 0.0, float(cast(ApproxDP, self._budget).epsilon)
         if self._rule.admit(as_item(PureDP(hi)), 1) is not None:
             return hi
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            if self._rule.admit(as_item(PureDP(mid)), 1) is not None:
-                lo = mid
-            else:
-                hi = mid
-        return lo
+        # the lower side of "refused": a pure epsilon the rule admitted (or 0)
+        return bisect_monotone(lambda e: self._rule.admit(as_item(PureDP(e)), 1) is None, lo, hi, side="lower",
+                               rtol=0.0, max_iter=60)
 
     def _delta_left(self) -> float:
         if self._rule.pending is not None:  # nothing spent yet: a first (epsilon, delta) spend may take all of delta

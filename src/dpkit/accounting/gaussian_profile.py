@@ -26,10 +26,12 @@ delta(0) <= delta the answer is epsilon = 0 exactly (a DP epsilon is never negat
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from scipy import special
 
 from dpkit._math import check_delta, check_finite, check_positive
+from dpkit._math.bisection import bisect_monotone
 from dpkit.errors import InvalidArgumentError
 
 __all__ = ["gaussian_delta_interval", "gaussian_epsilon_interval", "gaussian_mu", "log_delta_bounds"]
@@ -90,17 +92,9 @@ def gaussian_delta_interval(mu: float, epsilon: float) -> tuple[float, float]:
     return math.exp(lo), math.exp(hi)
 
 
-def _bisect(pred, lo: float, hi: float) -> float:  # type: ignore[no-untyped-def]
+def _bisect(pred: Callable[[float], bool], lo: float, hi: float) -> float:
     """The smallest point of [lo, hi] (to 1e-15 relative) where the monotone ``pred`` holds (pred(hi))."""
-    for _ in range(400):
-        if hi - lo <= 1e-15 * max(abs(hi), 1e-300):
-            break
-        mid = 0.5 * (lo + hi)
-        if pred(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return bisect_monotone(pred, lo, hi, side="upper", rtol=1e-15, atol=1e-15 * 1e-300, max_iter=400)
 
 
 def gaussian_epsilon_interval(mu: float, delta: float) -> tuple[float, float]:

@@ -50,7 +50,8 @@ from numpy.typing import NDArray
 from scipy import special
 from scipy import fft as sp_fft
 
-from dpkit._math import Estimate, check_delta, check_finite, check_positive
+from dpkit._math import Estimate, check_count, check_delta, check_finite, check_positive
+from dpkit._math.bisection import bisect_monotone
 from dpkit.accounting._pld_discretize import LossLaw, discretize, discretize_law, gaussian_law, laplace_law
 from dpkit.distributions import Distribution
 from dpkit.divergences.pairs import DiscreteGaussianShift, DiscreteLaplaceShift, GaussianShift, LaplaceShift
@@ -79,9 +80,7 @@ def _norm2(x: NDArray[np.float64]) -> float:
 
 
 def _check_k(k: object) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise InvalidArgumentError(f"k must be an integer >= 1; got {k!r}.")
-    return int(k)
+    return check_count("k", k)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,15 +224,7 @@ class PLD:
     @staticmethod
     def _bisect(ok: Callable[[float], bool], lo: float, hi: float) -> float:
         """The smallest point (to 1e-13 relative) of [lo, hi] where ``ok`` holds; ok(hi) is true."""
-        for _ in range(200):
-            if hi - lo <= 1e-13 * max(1.0, abs(hi)):
-                break
-            mid = 0.5 * (lo + hi)
-            if ok(mid):
-                hi = mid
-            else:
-                lo = mid
-        return max(hi, 0.0)
+        return max(bisect_monotone(ok, lo, hi, side="upper", rtol=1e-13, atol=1e-13, max_iter=200), 0.0)
 
     # ---- composing ----------------------------------------------------------------------------
     def compose(self, other: PLD) -> PLD:

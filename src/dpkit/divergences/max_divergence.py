@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from dpkit._math import Estimate, check_delta
+from dpkit._math.bisection import bisect_monotone
 from dpkit.distributions import Distribution
 from dpkit.divergences._dispatch import evaluator
 from dpkit.divergences._evaluator import Evaluator
@@ -86,13 +87,6 @@ def round_up_to_profile(ev: Evaluator, eps: Estimate, delta: float) -> Estimate:
         high = high + step
     else:  # pragma: no cover - the hockey-stick reaches 0 at the max divergence
         return Estimate(math.inf, kind="upper", method=eps.method + " (no passing epsilon found)")
-    for _ in range(200):
-        mid = 0.5 * (low + high)
-        if mid <= low or mid >= high:
-            break
-        if float(ev.hockey_stick(mid)) <= delta:
-            high = mid
-        else:
-            low = mid
-    value = high
+    value = bisect_monotone(lambda e: float(ev.hockey_stick(e)) <= delta, low, high, side="upper", rtol=0.0,
+                            max_iter=200)
     return Estimate(value, kind="upper", error=eps.error + abs(value - float(eps)), method=eps.method + " (rounded up)")

@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 from scipy.optimize import minimize_scalar
 from scipy.special import erf, erfcx, log_ndtr
 
+from dpkit._math.bisection import bisect_bracket
 from dpkit._math.directed import bump_up_array
 from dpkit._math.precise import mp, to_float_up
 
@@ -138,18 +139,10 @@ def gaussian_epsilon_upper(delta: float, mu: float) -> tuple[float, float]:
 
 def _bisect(ok: Callable[[float], bool], lo: float, hi: float) -> tuple[float, float]:
     """Shrink [lo, hi] with ok(lo) False, ok(hi) True; return (hi, hi - lo). Never lowers hi
-    below a point where ``ok`` was not verified."""
-    for _ in range(_BISECTION_STEPS):
-        if hi - lo <= 1e-13 * max(1.0, hi):
-            break
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi:
-            break
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi, hi - lo
+    below a point where ``ok`` was not verified (the upper side of :func:`bisect_bracket`, to
+    1e-13 relative above 1 and 1e-13 absolute below)."""
+    b_lo, b_hi = bisect_bracket(ok, lo, hi, rtol=1e-13, atol=1e-13, max_iter=_BISECTION_STEPS)
+    return b_hi, b_hi - b_lo
 
 
 def invert_profile_upper(

@@ -35,16 +35,20 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from dpkit.accounting.items import PrivacyItem
+from dpkit.accounting.protocols import PrivacyLike
 # LedgerError lives in the error tree; re-exported
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError, LedgerError, UnsupportedError
 from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP, RenyiDP, WassersteinDP
 
 __all__ = [
     "Budget",
+    "Connection",
+    "Cursor",
     "Guarantee",
     "Ledger",
     "LedgerEntry",
@@ -56,6 +60,21 @@ __all__ = [
 ]
 
 Guarantee = PureDP | ApproxDP | ZCDP | GaussianDP | RenyiDP
+
+
+class Cursor(Protocol):
+    """The result of :meth:`Connection.execute` as the ledger core reads it (DB-API 2.0, PEP 249)."""
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Connection(Protocol):
+    """A store's connection as the ledger core uses it inside ``_run``: ``execute`` with positional
+    parameters (``sqlite3.Connection``; ``psycopg.Connection``, untyped, is taken as is)."""
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Cursor: ...
 Budget = PureDP | ApproxDP | ZCDP | GaussianDP | RenyiDP
 
 STATES = ("reserved", "committed", "aborted")
@@ -130,7 +149,7 @@ class Ledger(Protocol):
 
     def reserve(
         self,
-        spend: object,  # anything dpkit.accounting.as_item takes: a guarantee, a mechanism, an event, an item
+        spend: PrivacyLike,  # anything dpkit.accounting.as_item takes: a guarantee, a mechanism, an event, an item
         *,
         count: int = 1,
         label: str | None = None,

@@ -36,18 +36,21 @@ import math
 import os
 import socket
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
 
+from dpkit._math import check_count
 from dpkit.accounting import Accountant
 from dpkit.accounting.items import ORDERS, PrivacyItem, as_item, item_from_json, item_to_json
+from dpkit.accounting.protocols import PrivacyLike
 from dpkit.accounting.state import AccountingState
 from dpkit.errors import ArgumentTypeError, BudgetExceededError, InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP, RenyiDP, WassersteinDP
 from dpkit.ledger._base import (
     Budget,
+    Connection,
     Guarantee,
     LedgerEntry,
     LedgerError,
@@ -61,7 +64,6 @@ __all__ = [
     "FilterSpec",
     "SQLLedger",
     "check_budget",
-    "check_count",
     "check_filter",
     "filter_from_text",
     "filter_to_text",
@@ -83,13 +85,6 @@ COLUMNS = "id, created_at, updated_at, label, type, params, count, state, owner,
 def now() -> str:
     """The current UTC time as ISO 8601 text with microseconds (the record's time format)."""
     return datetime.now(UTC).isoformat(timespec="microseconds")
-
-
-def check_count(count: object) -> int:
-    """``count`` if it is an ``int`` >= 1 (not a bool), else ValueError."""
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise InvalidArgumentError(f"count must be an integer >= 1; got {count!r}.")
-    return count
 
 
 def check_budget(budget: object) -> Budget:
@@ -171,7 +166,7 @@ def validate_spend(
             record = guarantee_to_record(item.headline)
         else:
             record = (ITEM_TYPE, item.key)  # the event as canonical JSON (made once, with the item)
-    n = check_count(count)
+    n = check_count("count", count)
     text = item.label if label is None else label
     if metadata is not None and not isinstance(metadata, dict):
         raise ArgumentTypeError(f"metadata must be a dict or None; got {type(metadata).__name__}.")
@@ -266,7 +261,7 @@ class SQLLedger:
     _filter: FilterSpec
     _ledger_id: str
     _where: str
-    _lock: Any  # a threading.RLock held by _run (the backend makes it)
+    _lock: AbstractContextManager[Any]  # a threading.RLock held by _run (the backend makes it)
     _cache: _Replay | None = None  # the replayed Accountant (see the module docstring)
     _items: dict[str, PrivacyItem]  # parsed items by their JSON text
 
@@ -277,13 +272,13 @@ class SQLLedger:
         self._json_memo: dict[int, tuple[PrivacyItem, str]] = {}
 
     # ---- what a backend provides ------------------------------------------------------------------
-    def _run(self, write: bool, work: Callable[[Any], T]) -> T:  # pragma: no cover - abstract
+    def _run(self, write: bool, work: Callable[[Connection], T]) -> T:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _sql(self, text: str) -> str:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _insert(self, conn: Any, sql: str, params: Sequence[Any]) -> int:
+    def _insert(self, conn: Connection, sql: str, params: Sequence[Any]) -> int:
         """Run an INSERT and return the new row's id (``RETURNING id``; SQLite overrides)."""
         row = conn.execute(self._sql(sql + " RETURNING id"), params).fetchone()
         return int(row[0])
@@ -292,7 +287,8 @@ class SQLLedger:
         raise NotImplementedError
 
     # ---- opening: the stored budget and filter ----------------------------------------------------
-    def _load_budget(self, conn: Any, budget: Budget | None, filter: FilterSpec | None = None) -> tuple[Budget, str]:
+    def _load_budget(self, conn: Connection, budget: Budget | None,
+                     filter: FilterSpec | None = None) -> tuple[Budget, str]:
         """Read the ledger id, the stored budget and filter choice, storing ``budget`` (and ``filter``) if the
         ledger is new (inside the open transaction); sets ``self._filter``."""
         row = conn.execute(self._sql("SELECT value FROM {meta} WHERE key = 'ledger_id'")).fetchone()
@@ -333,7 +329,7 @@ class SQLLedger:
             )
         return stored_budget, ledger_id
 
-    def _stored_filter(self, conn: Any) -> FilterSpec:
+    def _stored_filter(self, conn: Connection) -> FilterSpec:
         row = conn.execute(self._sql("SELECT value FROM {meta} WHERE key = 'filter'")).fetchone()
         if row is None:
             raise LedgerError(f"{self._where} is a dpkit ledger without a filter choice; it is corrupted.")
@@ -343,7 +339,7 @@ class SQLLedger:
         except (TypeError, ValueError) as exc:
             raise LedgerError(f"the filter stored in {self._where} is not valid ({exc}); it is corrupted.") from None
 
-    def _stored_budget(self, conn: Any) -> Budget:
+    def _stored_budget(self, conn: Connection) -> Budget:
         row = conn.execute(self._sql("SELECT type, params FROM {budget} WHERE id = 1")).fetchone()
         return check_budget(guarantee_from_record(str(row[0]), str(row[1])))
 
@@ -401,7 +397,7 @@ class SQLLedger:
         memo[id(item)] = (item, text)  # the item is held, so its id is not reused while it is here
         return text
 
-    def _replay(self, conn: Any) -> _Replay:
+    def _replay(self, conn: Connection) -> _Replay:
         """The adaptive Accountant of the record's live spends, replayed in id order (see :class:`_Replay`).
 
         Brought up to date from the cached one: nothing to read if the record has not changed, only the
@@ -447,7 +443,7 @@ class SQLLedger:
         self._cache = replay
         return replay
 
-    def _entries(self, conn: Any, only_reserved: bool = False) -> tuple[LedgerEntry, ...]:
+    def _entries(self, conn: Connection, only_reserved: bool = False) -> tuple[LedgerEntry, ...]:
         where = " WHERE state = 'reserved'" if only_reserved else ""
         rows = conn.execute(self._sql(f"SELECT {COLUMNS} FROM {{spends}}{where} ORDER BY id")).fetchall()
         out = []
@@ -469,7 +465,7 @@ class SQLLedger:
 
     def _spent(self, replay: _Replay) -> Budget:
         if replay.over is None:
-            return replay.accountant.spent()  # type: ignore[no-any-return]
+            return replay.accountant.spent()
         return over_spent(self._budget, replay.over, self._where)
 
     def _remaining(self, replay: _Replay) -> Budget:
@@ -580,7 +576,7 @@ class SQLLedger:
         ...     ledger.abort(ledger.reserve(PureDP(0.5))); r = ledger.rollup(); print(r.remaining, r.aborted)
         1.0-DP 1
         """
-        def work(conn: Any) -> Rollup:
+        def work(conn: Connection) -> Rollup:
             replay = self._replay(conn)
             counts = {str(s): int(n) for s, n in
                       conn.execute(self._sql("SELECT state, COUNT(*) FROM {spends} GROUP BY state")).fetchall()}
@@ -606,7 +602,7 @@ class SQLLedger:
         except BudgetExceededError as exc:
             raise BudgetExceededError(f"{exc} Ledger {self._where}; remaining {accountant.remaining()}.") from None
 
-    def check(self, spend: object, *, count: int = 1) -> None:
+    def check(self, spend: PrivacyLike, *, count: int = 1) -> None:
         """Dry run: raise BudgetExceededError if reserving ``spend`` ``count`` times would overspend now.
 
         Another process may spend in between; only :meth:`reserve` decides atomically.
@@ -635,7 +631,7 @@ class SQLLedger:
 
     def reserve(
         self,
-        spend: object,
+        spend: PrivacyLike,
         *,
         count: int = 1,
         label: str | None = None,
@@ -689,7 +685,7 @@ class SQLLedger:
         item_json = self._item_json(item)
         moved: list[_Replay] = []  # the cached replay, once this spend was admitted into it
 
-        def work(conn: Any) -> int:  # inside the write lock, from the read of the record to the insert
+        def work(conn: Connection) -> int:  # inside the write lock, from the read of the record to the insert
             replay = self._replay(conn)
             if replay.over is not None:
                 self._refuse_unless_fits(replay, item, n)  # raises
@@ -729,7 +725,7 @@ class SQLLedger:
                 f"{self._where} ({self._ledger_id})."
             )
 
-        def work(conn: Any) -> None:
+        def work(conn: Connection) -> None:
             row = conn.execute(self._sql("SELECT state FROM {spends} WHERE id = ?"), (reservation.id,)).fetchone()
             if row is None:
                 raise LedgerError(f"reservation {reservation.id} is not in the ledger {self._where}; it is corrupted.")
@@ -805,7 +801,7 @@ class SQLLedger:
     @contextmanager
     def spend(
         self,
-        guarantee: object,
+        guarantee: PrivacyLike,
         *,
         count: int = 1,
         label: str | None = None,

@@ -47,10 +47,10 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError, LedgerUnavailableError
-from dpkit.ledger._base import Budget, LedgerError
+from dpkit.ledger._base import Budget, Connection, LedgerError
 from dpkit.ledger._core import LEGACY_FILTER, FilterSpec, SQLLedger, check_budget, filter_to_text, now
 
 __all__ = ["SQLiteLedger"]
@@ -336,7 +336,8 @@ class SQLiteLedger(SQLLedger):
     def _sql(self, text: str) -> str:
         return text.format_map(_NAMES)
 
-    def _insert(self, conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> int:
-        row_id = conn.execute(self._sql(sql), params).lastrowid  # no RETURNING: SQLite < 3.35 still works
+    def _insert(self, conn: Connection, sql: str, params: Sequence[Any]) -> int:
+        # this backend's _run hands out sqlite3 connections only; no RETURNING: SQLite < 3.35 still works
+        row_id = cast(sqlite3.Connection, conn).execute(self._sql(sql), params).lastrowid
         assert row_id is not None
         return row_id

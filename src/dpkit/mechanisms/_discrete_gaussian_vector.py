@@ -74,6 +74,7 @@ from collections import Counter
 from fractions import Fraction
 
 import numpy as np
+from dpkit._math.bisection import bisect_monotone
 from dpkit.errors import InvalidArgumentError
 
 #: More shift classes than this: use the zCDP profile (N = 100 has 1116 classes, N = 200 has 27482).
@@ -290,15 +291,8 @@ class WorstShiftProfile:
             return eps_z
         if self.exact_delta(0.0) <= delta:
             return 0.0
-        lo, hi = 0.0, eps_z  # exact_delta(lo) > delta >= exact_delta(hi), down to adjacent doubles
-        while True:
-            mid = 0.5 * (lo + hi)
-            if mid <= lo or mid >= hi:
-                return hi
-            if self.exact_delta(mid) <= delta:
-                hi = mid
-            else:
-                lo = mid
+        # exact_delta(0) > delta >= exact_delta(eps_z), down to adjacent doubles; the upper end meets delta
+        return bisect_monotone(lambda e: self.exact_delta(e) <= delta, 0.0, eps_z, side="upper", rtol=0.0)
 
 
 def per_class_deltas(n: int, dimension: int, sigma: float, epsilon: float) -> dict[tuple[int, ...], float]:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpkit._math import Estimate, check_delta, check_epsilon, check_positive
+from dpkit._math import Estimate, check_count, check_delta, check_epsilon, check_positive
 from dpkit.distributions import DiscreteGaussian as _DGauss
 from dpkit.distributions import DiscreteLaplace as _DLap
 from dpkit.divergences.pairs import DiscreteGaussianShift
@@ -165,8 +165,7 @@ class DiscreteGaussianMechanism(Mechanism):
 
     def __init__(self, *, sensitivity: float, sigma: float | None = None, rho: float | None = None,
                  epsilon: float | None = None, delta: float | None = None, dimension: int = 1) -> None:
-        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
-            raise InvalidArgumentError(f"dimension must be an integer >= 1; got {dimension!r}.")
+        dimension = check_count("dimension", dimension)
         d: float = _integer_sensitivity(sensitivity) if dimension == 1 else check_positive("sensitivity", sensitivity)
         n = int(d) ** 2 if dimension == 1 else max_square_norm(d)
         if n == 0:

@@ -41,7 +41,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import logsumexp as _logsumexp
 from scipy.special import roots_legendre
 
-from dpkit._math import Estimate, check_delta, check_epsilon, check_positive
+from dpkit._math import Estimate, check_count, check_delta, check_epsilon, check_positive
 from dpkit.distributions import Finite
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PrivacyProfile, PureDP, RenyiDP, ZCDP
@@ -267,10 +267,9 @@ class _Selection(Mechanism):
         ----------
         Dwork & Roth 2014, Thm 3.11; McKenna & Sheldon 2020, arXiv 2010.12603v2, Sec 4.
         """
-        if isinstance(candidates, bool) or not isinstance(candidates, (int, np.integer)) or candidates < 1:
-            raise InvalidArgumentError(f"candidates must be an integer >= 1; got {candidates!r}.")
+        n = check_count("candidates", candidates)
         c = check_confidence(confidence)
-        return self.scale * (math.log(int(candidates)) - math.log1p(-c))
+        return self.scale * (math.log(n) - math.log1p(-c))
 
     # ---- release ---------------------------------------------------------------------------------
     def _draw(self, gaps: _Gaps, size: int, rng: np.random.Generator) -> NDArray[np.int64]:
@@ -341,9 +340,8 @@ class _Selection(Mechanism):
         ndarray of int64, shape (size,)
         """
         u = _utilities(utilities)
-        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
-            raise InvalidArgumentError(f"size must be an integer >= 0; got {size!r}.")
-        return self._draw(_Gaps(u, self._coefficient), int(size), check_rng(rng))
+        n = check_count("size", size, minimum=0)
+        return self._draw(_Gaps(u, self._coefficient), n, check_rng(rng))
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(sensitivity={self.sensitivity!r}, epsilon={self.epsilon!r}, "

@@ -10,7 +10,8 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpkit._math import Estimate, check_delta, check_epsilon, check_positive
+from dpkit._math import Estimate, check_count, check_delta, check_epsilon, check_positive
+from dpkit._math.bisection import bisect_monotone
 from dpkit._math.directed import up
 from dpkit._math.precise import mp, to_float_up
 from dpkit.distributions import DiscreteGaussian
@@ -87,13 +88,8 @@ def bisect_sigma(ok: Callable[[float], bool], guess: float) -> float:
         hi *= 2.0
         if hi > 1e300:
             raise UnsupportedError("no finite sigma meets this target.")
-    while hi - lo > 1e-12 * hi:
-        mid = 0.5 * (lo + hi)
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    # the upper side: a sigma where ok was verified (more noise than the boundary, never less)
+    return bisect_monotone(ok, lo, hi, side="upper", rtol=1e-12)
 
 
 class Gaussian(Mechanism):
@@ -133,8 +129,7 @@ class Gaussian(Mechanism):
                  sigma: float | None = None, calibration: str = "analytic", dimension: int = 1,
                  granularity_bits: int = 10) -> None:
         s2 = check_positive("sensitivity", sensitivity)
-        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
-            raise InvalidArgumentError(f"dimension must be an integer >= 1; got {dimension!r}.")
+        dimension = check_count("dimension", dimension)
         if (
             isinstance(granularity_bits, bool)
             or not isinstance(granularity_bits, int)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpkit._math import Estimate, check_epsilon, check_positive
+from dpkit._math import Estimate, check_count, check_epsilon, check_positive
 from dpkit.distributions import DiscreteLaplace
 from dpkit.guarantees import ApproxDP, PrivacyProfile, PureDP, ZCDP
 from dpkit.guarantees.conversions import pure_to_profile
@@ -55,8 +55,7 @@ class Laplace(Mechanism):
         delta_1 = check_positive("sensitivity", sensitivity)
         if (epsilon is None) == (scale is None):
             raise InvalidArgumentError("give exactly one of epsilon (to calibrate) or scale (the noise scale b).")
-        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
-            raise InvalidArgumentError(f"dimension must be an integer >= 1; got {dimension!r}.")
+        dimension = check_count("dimension", dimension)
         if (
             isinstance(granularity_bits, bool)
             or not isinstance(granularity_bits, int)

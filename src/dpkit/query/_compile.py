@@ -57,7 +57,7 @@ def literal(value: object) -> str:
     return exp.convert(value).sql(dialect="duckdb")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ValueColumn:
     """A cleaned, clamped value expression shared by the aggregates that read it.
 

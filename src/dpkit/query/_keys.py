@@ -18,16 +18,19 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dpkit.errors import InvalidArgumentError
 
+if TYPE_CHECKING:
+    from dpkit.query._backends import Backend
+
 __all__ = ["PublicKeys", "release_order"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PublicKeys:
     """The public keys of one plan, as a table in the engine: ``__idx`` (the order given) and ``c0..``."""
 
@@ -44,7 +47,7 @@ class PublicKeys:
     def __iter__(self) -> Any:
         return iter(self.rows())
 
-    def ensure_in(self, backend: Any) -> None:
+    def ensure_in(self, backend: Backend) -> None:
         """Make the same table in another engine session (to run one plan on two tables, e.g. neighbours)."""
         names, types, keys, dialect = self._source
         if backend.dialect != dialect:  # the key types as the other engine names them
@@ -73,7 +76,7 @@ def _arrow_column(values: list[Any]) -> Any:
         return pa.array([None if v is None else str(v) for v in values], pa.string())
 
 
-def build(backend: Any, names: list[str], types: list[str], keys: Any, *, dialect: str,
+def build(backend: Backend, names: list[str], types: list[str], keys: Any, *, dialect: str,
           relation: str | None = None) -> PublicKeys:
     """Hand ``keys`` (normalised by the session: a dict of lists, a list of tuples, or an Arrow table with
     columns k0..) to the engine; convert, deduplicate and number them there; refuse keys that do not convert.
@@ -137,10 +140,10 @@ def build(backend: Any, names: list[str], types: list[str], keys: Any, *, dialec
 
 
 # backend -> the key tables made in it (dropped with the backend, or on close)
-_MADE: weakref.WeakKeyDictionary[Any, dict[str, PublicKeys]] = weakref.WeakKeyDictionary()
+_MADE: weakref.WeakKeyDictionary[Backend, dict[str, PublicKeys]] = weakref.WeakKeyDictionary()
 
 
-def forget(backend: Any) -> None:
+def forget(backend: Backend) -> None:
     """Drop what :func:`build` remembers of a backend that is being closed."""
     _MADE.pop(backend, None)
 

@@ -45,10 +45,13 @@ Lemma 3.2; epsilon tanh(epsilon/2) for pure DP, Steinke 2024 Thm 5) is <= rho_p,
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from dpkit._math.bisection import bisect_monotone
 from dpkit.accounting.items import PrivacyItem, as_item, combine
+from dpkit.accounting.protocols import CalibratedMechanism
 from dpkit.errors import InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ZCDP, ApproxDP, PureDP
 from dpkit.mechanisms import Exponential, Gaussian, Geometric, Laplace
@@ -60,7 +63,7 @@ __all__ = ["Measurement", "Selection", "Split", "gaussian_for_vector", "selectio
 INTEGER_PRIMITIVES = ("rows", "units", "distinct")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Measurement:
     """One noisy vector: a primitive of one aggregate, its per-partition bound and budget share."""
 
@@ -84,7 +87,7 @@ class Measurement:
     def l2(self) -> float:
         return math.sqrt(self.partitions_per_unit) * self.bound
 
-    def mechanism(self, partitions: int) -> Any:
+    def mechanism(self, partitions: int) -> Any:  # Any: callers read the family's own sigma/scale
         """The mechanism for a vector of ``partitions`` values (>= 1); for quantiles, the exponential
         mechanism each partition runs (epsilon / K each, K partitions a unit: basic composition)."""
         g = max(1, int(partitions))
@@ -160,7 +163,7 @@ def _with(item: PrivacyItem, **changes: Any) -> PrivacyItem:
     return replace(item, **changes)
 
 
-def mechanism_item(m: Any) -> PrivacyItem:
+def mechanism_item(m: CalibratedMechanism) -> PrivacyItem:
     """The item of a pure-DP mechanism: its pure epsilon, and its own (possibly smaller) zCDP bound."""
     item = as_item(PureDP(float(m.pure_dp().epsilon)))
     try:
@@ -177,7 +180,7 @@ def mechanism_item(m: Any) -> PrivacyItem:
     return item
 
 
-def epsilon_for_rho(rho: float, build: Any, count: int = 1) -> float:
+def epsilon_for_rho(rho: float, build: Callable[..., CalibratedMechanism], count: int = 1) -> float:
     """The largest epsilon (to 1e-9 relative) whose mechanism ``build(epsilon)``, used ``count`` times,
     has a zCDP bound <= rho (read from the mechanism; bisection, never above)."""
     def cost(e: float) -> float:
@@ -186,9 +189,8 @@ def epsilon_for_rho(rho: float, build: Any, count: int = 1) -> float:
     lo, hi = 0.0, math.sqrt(2.0 * rho / count) if count > 0 else 1.0
     while cost(hi) <= rho:
         lo, hi = hi, hi * 2.0
-    while hi - lo > 1e-9 * hi:
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if cost(mid) <= rho else (lo, mid)
+    # the lower side of "cost exceeds rho": an epsilon whose cost was verified <= rho
+    lo = bisect_monotone(lambda e: cost(e) > rho, lo, hi, side="lower", rtol=1e-9)
     if lo == 0.0:
         raise InvalidArgumentError(f"no epsilon meets the zCDP share {rho!r}.")
     return lo
@@ -208,7 +210,7 @@ def gaussian_for_rho(l2: float, rho: float, dimension: int) -> Gaussian:
     raise InvalidArgumentError(f"no Gaussian met the zCDP share {rho!r}.")  # pragma: no cover - the grid converges
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Selection:
     """Private partition selection by a thresholded noisy count of units.
 
@@ -284,7 +286,7 @@ class _CountGaussian:
         return _Noisy(values=c + np.asarray(noise, dtype=float))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Noisy:
     values: Any
 
@@ -358,7 +360,7 @@ def gaussian_for_vector(l2: float, epsilon: float, delta: float, dimension: int)
     return Gaussian(sensitivity=l2, sigma=hi, dimension=dimension)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Split:
     """How one query's budget is divided: per output aggregate, per primitive, for selection and for the
     bounding report (four unit counts of l1 sensitivity 4, geometric noise: ``report_epsilon``)."""

@@ -88,7 +88,7 @@ def _frozen(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class QueryResult:
     """A noisy table: ``rows`` (keys then aggregates), an interval per aggregate value, the cost.
 

@@ -40,7 +40,7 @@ AGGREGATE_KINDS: dict[str, tuple[bool, tuple[str, ...]]] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Key:
     """A group key: its output ``name`` and its row-level SQL ``expr`` (DuckDB dialect)."""
 
@@ -48,7 +48,7 @@ class Key:
     expr: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Aggregate:
     """One measured aggregate.
 
@@ -85,7 +85,7 @@ class Aggregate:
         return AGGREGATE_KINDS[self.kind][1]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Join:
     """A public table joined to each row: ``kind`` "inner" or "left", on ``on`` (row-level SQL).
 
@@ -101,7 +101,7 @@ class Join:
     keys: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PerUnit:
     """A per-unit aggregation in FROM: one row per (unit, ``keys``) with per-unit ``values``.
 
@@ -120,7 +120,7 @@ class PerUnit:
     joins: tuple[Join, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Output:
     """One output column: post-processing SQL ``expr`` over the result's key and aggregate names.
 
@@ -136,7 +136,7 @@ class Output:
     monotone_of: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class QuerySpec:
     """A grouped aggregation over the session's table, and post-processing of its noisy result."""
 

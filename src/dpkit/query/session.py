@@ -50,6 +50,8 @@ from typing import Any, cast
 import numpy as np
 from sqlglot import exp as _exp
 
+from dpkit._math import check_count
+from dpkit._math.bisection import bisect_monotone
 from dpkit.errors import ArgumentTypeError, DataDependentFailure, InvalidArgumentError, UnsupportedError
 from dpkit.accounting.items import PrivacyItem
 from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP
@@ -149,9 +151,8 @@ class QueryPlan:
 
 
 def _check_int(name: str, value: object, *, most: int = 10**9) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= most:
-        raise InvalidArgumentError(f"{name} must be an integer >= 1 (and at most {most:.0e}); got {value!r}.")
-    return int(value)
+    """A count of at most ``most``: :func:`dpkit._math.check_count` (IntegerTypeError, also a ValueError)."""
+    return check_count(name, value, maximum=most)
 
 
 def _check_budget_number(name: str, value: object, *, allow_zero: bool) -> float:
@@ -568,9 +569,7 @@ class Session:
             if hi > 1e6:
                 raise InvalidArgumentError(
                     f"no epsilon up to 1e6 meets the accuracy {accuracy}; ask for wider half-widths.")
-        while hi - lo > 1e-6 * hi:
-            mid = math.sqrt(lo * hi)
-            lo, hi = (lo, mid) if meets(mid) else (mid, hi)
+        hi = bisect_monotone(meets, lo, hi, side="upper", rtol=1e-6, midpoint="log")
         rounded = float(f"{hi:.6g}")
         return rounded if meets(rounded) else hi
 
@@ -1128,7 +1127,7 @@ class Session:
                       guarantee=r.guarantee, insecure=r.insecure)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Bounds:
     """DP clamping bounds (``lo, hi = bounds``): NaN if the noisy histogram was empty."""
 

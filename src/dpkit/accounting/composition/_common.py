@@ -10,14 +10,13 @@ mechanism: ten repeats come out as one).
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Iterable
 from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dpkit._math import Estimate, check_delta
+from dpkit._math import Estimate, check_count, check_delta
 from dpkit._math.directed import counted_sum_up
 from dpkit._math.result import Kind
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
@@ -29,22 +28,6 @@ _WASSERSTEIN_ONLY = (
     "WassersteinDP bounds a transport distance, not a privacy loss; it composes only with other "
     "WassersteinDP values, through compose_wasserstein."
 )
-
-
-def check_count(name: str, value: object) -> int:
-    """Return ``value`` as an int if it is an integer >= 1, else raise.
-
-    ``bool`` and non-numbers raise ``TypeError``; NaN, infinities, non-integral and integral-valued
-    floats (``2.0``) and integers < 1 raise ``ValueError`` ("k must be an integer >= 1; got 1.5.").
-    """
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ArgumentTypeError(f"{name} must be an integer >= 1; got {type(value).__name__} {value!r}.")
-    if not isinstance(value, numbers.Integral):
-        raise InvalidArgumentError(f"{name} must be an integer >= 1; got {value!r}.")
-    count = int(value)
-    if count < 1:
-        raise InvalidArgumentError(f"{name} must be an integer >= 1; got {count}.")
-    return count
 
 
 def expand(

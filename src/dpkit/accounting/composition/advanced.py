@@ -21,10 +21,10 @@ import math
 from fractions import Fraction
 from typing import Literal
 
-from dpkit._math import Estimate, check_delta, check_epsilon
+from dpkit._math import Estimate, check_count, check_delta, check_epsilon
 from dpkit._math.directed import counted_sum_up, up
 from dpkit._math.precise import mp, to_float_down, to_float_up
-from dpkit.accounting.composition._common import check_count, check_open_probability, input_kind
+from dpkit.accounting.composition._common import check_open_probability, input_kind
 from dpkit.guarantees import ApproxDP
 from dpkit.errors import InvalidArgumentError
 

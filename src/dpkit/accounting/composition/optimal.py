@@ -33,10 +33,11 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import gammaln, logsumexp
 
-from dpkit._math import Estimate, check_delta, check_epsilon
+from dpkit._math import Estimate, check_count, check_delta, check_epsilon
+from dpkit._math.bisection import bisect_bracket
 from dpkit._math.directed import float_key, from_key
 from dpkit._math.precise import mp, to_float_down, to_float_up
-from dpkit.accounting.composition._common import check_count, expand, log1mexp_array
+from dpkit.accounting.composition._common import expand, log1mexp_array
 from dpkit.errors import InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PureDP
 
@@ -216,15 +217,7 @@ def _exact_table(groups: list[tuple[float, int]], deltas: list[tuple[float, int]
 
 def _bisect(too_small: Callable[[float], bool], lo: float, hi: float) -> tuple[float, float]:
     """Shrink [lo, hi] with too_small(lo) and not too_small(hi) to adjacent floats (<= 200 steps)."""
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if not (lo < mid < hi):
-            break
-        if too_small(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo, hi
+    return bisect_bracket(lambda x: not too_small(x), lo, hi, rtol=0.0, max_iter=200)
 
 
 def _solve(
