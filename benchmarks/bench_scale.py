@@ -256,7 +256,8 @@ def main() -> int:
         lines.append([scenario, label, H.fmt_time(med), ", ".join(r for r in ratios if r) or "-",
                       res.get("groups", "-"), H.fmt_bytes(res.get("peak_rss_bytes")), note])
         results["rows"].append({"scenario": scenario, "label": label, **res})
-        print(f"   {scenario:8s} {label:44s} {H.fmt_time(med):>10s}  {' '.join(ratios)}  {note}", flush=True)
+        print(f"   {scenario:8s} {label:44s} {H.fmt_time(med):>10s}  {' '.join(ratios)}  "
+              f"peak RSS {H.fmt_bytes(res.get('peak_rss_bytes'))}  {note}", flush=True)
 
     def paired(scenario: str, res: dict[str, Any]) -> None:
         results.setdefault("paired", {})[scenario] = res
