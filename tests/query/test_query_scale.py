@@ -3,8 +3,9 @@
 * The DuckDB ranking without a window (:func:`dpkit.query._compile.threshold_ranking`) keeps the same
   (unit, partition) rows as the window formulation (:func:`~dpkit.query._compile.window_ranking`,
   what every engine ran before and Spark runs) on a random table of a few thousand units, both SQL forms
-  run by DuckDB; under forced ties it keeps what the earlier two-pass threshold form kept (reproduced
-  here verbatim as the reference); and a neighbouring table (one unit's rows removed or changed) changes
+  run by DuckDB; under forced ties it keeps what the earlier two-pass threshold form kept, and with or
+  without ties what the one-pass list form it replaced kept (both reproduced here verbatim as the
+  references); and a neighbouring table (one unit's rows removed or changed) changes
   only that unit's kept rows.
 """
 
@@ -27,6 +28,15 @@ def _two_pass_threshold(k: int) -> str:
             f"kept AS (SELECT * FROM __j WHERE __c <= {k} UNION ALL SELECT __j.* FROM __j JOIN __thr "
             f"ON __j.__u = __thr.__u WHERE __j.__ord < __thr.__l[{k}] "
             f"OR (__j.__ord = __thr.__l[{k}] AND __thr.__l[{k + 1}] > __thr.__l[{k}]))")
+
+
+def _list_threshold(k: int) -> str:
+    """The one-pass form before the window threshold: a per-unit ``list_sort(list(order))[k + 1]`` joined back."""
+    return (f"ranked AS (SELECT *, {ORDER} AS __ord FROM per_pu), "
+            f"__thr AS (SELECT __u, CASE WHEN COUNT(*) > {k} THEN list_sort(list(__ord))[{k + 1}] END AS __t "
+            f"FROM ranked GROUP BY __u), "
+            f"kept AS (SELECT ranked.* FROM ranked JOIN __thr ON ranked.__u = __thr.__u "
+            f"WHERE __thr.__t IS NULL OR ranked.__ord < __thr.__t)")
 
 
 def _table(seed: int, units: int = 3000, keys: int = 400) -> list[tuple[int, int, int]]:
@@ -93,3 +103,12 @@ def test_a_neighbouring_table_changes_only_that_units_kept_rows() -> None:
                           [r for r in rows if r[0] != victim] + [(victim, key, 1) for key in range(1000, 1030)]):
             got = _kept(threshold_ranking(k), order, neighbour)
             assert {r for r in got if r[0] != victim} == {r for r in base if r[0] != victim}
+
+
+@pytest.mark.parametrize("k", [1, 3, 39])
+@pytest.mark.parametrize("order", ["hash(__u, __k0, 'a1b2c3')", "(__k0 % 4)", "(__u % 2)"])
+def test_window_threshold_keeps_what_the_list_threshold_kept(k: int, order: str) -> None:
+    """The window threshold (issue 16, for speed at 10^8 rows) keeps exactly the rows of the list form it
+    replaced, with distinct order values and under many ties (every unit's values tied, or a few)."""
+    rows = _table(seed=200 + k, units=1500, keys=60)
+    assert _kept(threshold_ranking(k), order, rows) == _kept(_list_threshold(k), order, rows)
