@@ -218,7 +218,8 @@ class Tilted:
         in delta units, on the composed mass beyond that segment with its weight (at most
         e^{C - lam (x + D)} times the tilted total, which is <= 1 + err)."""
         g, lam = self.grid, self.lam
-        j0 = min(max(0, math.floor(x / g) - self.start), self.out.size)
+        # x = -inf (a tail bound from nowhere: eps - nu_reach with nu_reach = inf at lam = 0) is the whole window
+        j0 = 0 if x == -math.inf else min(max(0, math.floor(x / g) - self.start), self.out.size)
         j1 = self.out.size
         rest = -math.inf
         if lam > 0:
@@ -240,7 +241,7 @@ class Tilted:
             log_p2 = 0.5 * _lse(2.0 * lp) if lp.size else -math.inf
         sum_rel = (lp.size + 16) * 4.0 * _U + self.rel
         above = self._log_above()
-        terms = [log_p + math.log1p(sum_rel), rest, above, self.C - lam * x + self.log_tail]
+        terms = [log_p + math.log1p(sum_rel), rest, above, self.C - (lam * x if lam else 0.0) + self.log_tail]
         if self.err2 > 0:
             terms.append(self.C + log_p2 + math.log(self.err2))
         if self.infinity_mass > 0:
