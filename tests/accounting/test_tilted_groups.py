@@ -68,21 +68,22 @@ def test_one_gaussian_two_laplace_against_mpmath(monkeypatch: pytest.MonkeyPatch
     parts = [(LawSpec("remove", mu_g, 1.0), 1), (LawSpec("laplace", t1), 1), (LawSpec("laplace", t2), 1)]
     mu, a, b = mp.mpf(mu_g), mp.mpf(t1), mp.mpf(t2)
 
-    def law(t: mp.mpf) -> tuple[list[tuple[mp.mpf, mp.mpf]], object]:
-        return [(t, mp.mpf(1) / 2), (-t, mp.exp(-t) / 2)], (lambda x: mp.exp(-(t - x) / 2) / 4)
+    def atoms(t: mp.mpf) -> list[tuple[mp.mpf, mp.mpf]]:
+        return [(t, mp.mpf(1) / 2), (-t, mp.exp(-t) / 2)]
 
-    (atoms_a, dens_a), (atoms_b, dens_b) = law(a), law(b)
+    def dens(t: mp.mpf, x: mp.mpf) -> mp.mpf:
+        return mp.exp(-(t - x) / 2) / 4
+
     e = mp.mpf(eps)
     d = mp.mpf(0)
-    for la, pa in atoms_a:
-        for lb, pb in atoms_b:
+    for la, pa in atoms(a):
+        for lb, pb in atoms(b):
             d += pa * pb * _gauss_delta(mu, e - la - lb)
-        d += pa * mp.quad(lambda y: dens_b(y) * _gauss_delta(mu, e - la - y), [-b, b])  # type: ignore[operator]
-    for lb, pb in atoms_b:
-        d += pb * mp.quad(lambda x: dens_a(x) * _gauss_delta(mu, e - x - lb), [-a, a])  # type: ignore[operator]
+        d += pa * mp.quad(lambda y, la=la: dens(b, y) * _gauss_delta(mu, e - la - y), [-b, b])
+    for lb, pb in atoms(b):
+        d += pb * mp.quad(lambda x, lb=lb: dens(a, x) * _gauss_delta(mu, e - x - lb), [-a, a])
     with mp.workdps(20):
-        d += mp.quad(lambda x, y: dens_a(x) * dens_b(y) * _gauss_delta(mu, e - x - y),  # type: ignore[operator]
-                     [-a, a], [-b, b])
+        d += mp.quad(lambda x, y: dens(a, x) * dens(b, y) * _gauss_delta(mu, e - x - y), [-a, a], [-b, b])
     truth = float(mp.log(d))
     lo, hi = _bounds(parts, eps, 1e-3, True, monkeypatch)
     assert lo <= truth <= hi, (lo, truth, hi)
