@@ -56,6 +56,12 @@ law's; every one is relative to delta or to e^{C - lambda eps}, none is an addit
   moment (given by the law; :mod:`dpkit.accounting.dpsgd` has the subsampled Gaussian's).  The
   optimistic law just leaves it out (a lower bound).
 
+* Factors sharing a count k are composed once (one copy each) before the window's transform, by a
+  truncated product tree of FFT convolutions (:func:`_group_products`, which states the bounds): the
+  tree's l2 rounding error enters err2 times k (as a forward FFT's error does), and the exact tilted
+  mass its truncations drop, r, enters the upper-tail term above as k r (any removed mass, wherever it
+  sits, moves delta by at most e^{C - lambda eps} times its tilted mass, by the same multilinearity).
+
 Second-order products of these terms are covered by multiplying all of them by
 exp(sum_i k_i (eta_i + nu~_i + tau~_i)) (each factor's perturbations are at most (1 + x)^k <= e^{kx}).
 
