@@ -503,13 +503,14 @@ def _group_products(items: Sequence[tuple[Factor, int]], tilted: Sequence[Array]
             out.append(_Group(k=k, vec=tilted[i], offset=items[i][0].offset, err2=0.0, removed=0.0))
             continue
         budget = _GROUP_DROP / (4.0 * k * len(idx))
-        removed = 0.0
+        removed, rel_leaves = 0.0, 0.0
         nodes: list[tuple[Array, int, float]] = []
         for i in idx:
             f = items[i][0]
             rel_i = (2.0 * abs(lam) * float(np.max(np.abs(f.losses))) + abs(cs[i]) + 8.0) * _U
             v, off, dropped = _trim(tilted[i], f.offset, budget, 0.0, rel_i)
             removed += dropped
+            rel_leaves += rel_i
             nodes.append((v, off, 0.0))
         while len(nodes) > 1:
             nodes.sort(key=lambda t: t[0].size)
@@ -536,7 +537,8 @@ def _group_products(items: Sequence[tuple[Factor, int]], tilted: Sequence[Array]
         if l1 > 1.0:
             err += (1.0 - 1.0 / l1 + _U) * float(np.linalg.norm(v)) * (1.0 + 1e-9)
             v = v / l1
-        out.append(_Group(k=k, vec=v, offset=off, err2=err, removed=removed))
+        # the drops above are of products of the computed leaves; the exact leaves' are at most e^{2 sum r_i} times
+        out.append(_Group(k=k, vec=v, offset=off, err2=err, removed=removed * math.exp(2.0 * rel_leaves)))
     return out
 
 
