@@ -328,7 +328,9 @@ def ctx(data, n_queries, by):
 
 def grouped(c, key, k, l, pre=lambda q: q):
     # the helper keeps the k first groups of a unit by name (keep="sample" fails on this Polars: duplicate field)
-    return pre(c.query()).truncate_per_group(l, by=[key]).truncate_num_groups(k, by=[key], keep="first").group_by(key)
+    # it keeps the groups whose rank is < k, ranks counting from 1, so it keeps k - 1 groups (none for k = 1) while
+    # charging k (OpenDP 0.16): asked for k + 1, it keeps the k groups dpkit keeps and is charged for k + 1
+    return pre(c.query()).truncate_per_group(l, by=[key]).truncate_num_groups(k + 1, by=[key], keep="first").group_by(key)
 
 def table(frames, key, cols):
     rows = {}
@@ -570,12 +572,16 @@ def compare(ours: dict[str, Any], theirs: dict[str, Any]) -> str:
 def _prepare(data_dir: Path) -> Path:
     """The five tables as Parquet (nulls, not NaN; timestamps without zone), written once."""
     data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir = data_dir / "v2"
+    data_dir.mkdir(parents=True, exist_ok=True)
     if not all((data_dir / f"{n}.parquet").exists() for n in ("flights", "airlines", "airports", "planes", "weather")):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         for n, df in FC.tables().items():
-            pq.write_table(pa.Table.from_pandas(df, preserve_index=False), data_dir / f"{n}.parquet")
+            # microsecond timestamps: Spark 3.5 (Tumult's) cannot read Parquet's nanosecond ones
+            pq.write_table(pa.Table.from_pandas(df, preserve_index=False), data_dir / f"{n}.parquet",
+                           coerce_timestamps="us")
     return data_dir
 
 
@@ -687,7 +693,7 @@ def main() -> int:
         row = [name, _fmt_truth(tr), _fmt_err(q["dpkit_report"]["error"]), _fmt_err(q["dpkit_no_report"]["error"])]
         for pname in ("Tumult", "OpenDP"):
             c = by.get(pname)
-            row.append("—" if c is None else (_fmt_err(c[1]) if c[1] is not None else c[3]))
+            row.append("—" if c is None else (_fmt_err(c[1]) if c[1] is not None else c[3][:120]))
         row.append(H.fmt_time(rec["report"]["median_s"]))
         row.append(H.fmt_time(rec["report"]["cold_s"]))
         for pname in ("Tumult", "OpenDP"):

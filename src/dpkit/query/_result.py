@@ -495,8 +495,11 @@ _MATCHED_IN_ARROW = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint
                      "halffloat", "string", "large_string", "bool", "date32[day]", "binary", "large_binary")
 
 
-def _partition_index(keys: list[Any], g: int, hist_keys: list[Any]) -> np.ndarray:
+def _partition_index(keys: list[Any], g: int, hist_keys: list[Any], rows: int | None = None) -> np.ndarray:
     """For each histogram row (its key columns), the index of its partition among the ``g`` released ones, or -1.
+
+    ``rows`` is the number of histogram rows, needed where the query has no GROUP BY (no key column to count
+    them by: without it every row of such a histogram was dropped, and the quantile drawn from a flat utility).
 
     The match is :func:`_sort_key` equality: NULL matches NULL, a float matches the same bits.  Vectorised
     (Arrow dictionary codes, a NumPy search) where every key type is in ``_MATCHED_IN_ARROW``; else in Python.
@@ -506,7 +509,7 @@ def _partition_index(keys: list[Any], g: int, hist_keys: list[Any]) -> np.ndarra
 
     from dpkit.query._keys import _sortable
 
-    n = len(hist_keys[0]) if hist_keys else 0
+    n = len(hist_keys[0]) if hist_keys else (rows or 0)
     if not keys:  # no GROUP BY: every row belongs to the one partition
         return np.zeros(n, dtype=np.int64) if g else np.full(n, -1, dtype=np.int64)
     released = [k.combine_chunks() if isinstance(k, pa.ChunkedArray) else k for k in keys]
@@ -561,7 +564,7 @@ def _distinct_values(key_cols: list[Any], n: int, rows: Any, nk: int) -> np.ndar
     out = np.zeros(n)
     if not len(dcount):
         return out
-    j = _partition_index(key_cols, n, dkeys)
+    j = _partition_index(key_cols, n, dkeys, len(dcount))
     hit = j >= 0  # a partition with distinct values has rows in the main statement too
     counts = dcount if isinstance(dcount, (pa.Array, pa.ChunkedArray)) else pa.array(list(dcount))
     out[j[hit]] = _floats(counts)[hit]
@@ -588,7 +591,7 @@ def _quantiles(plan: QueryPlan, m: Any, keys: list[Any], g: int, hists: dict[int
     b = plan.compiled.buckets
     nk = plan.compiled.key_count
     hist_keys, bucket, weight = _hist_columns(hists[v.index], nk)
-    part = _partition_index(keys, g, hist_keys) if bucket.size else np.zeros(0, dtype=np.int64)
+    part = _partition_index(keys, g, hist_keys, bucket.size) if bucket.size else np.zeros(0, dtype=np.int64)
     keep = part >= 0
     part, bucket, weight = part[keep], bucket[keep], weight[keep]
     by_part = np.argsort(part, kind="stable")  # rows of one partition together, in their fetch order
