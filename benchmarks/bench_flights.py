@@ -26,6 +26,12 @@ What runs (each engine in its own subprocess via ``_harness.run_isolated``):
   to the rows before the context is built (a join on the lookup's unique key maps each row to at most one
   row: a row-wise transformation, stable with constant 1), as an analyst would.
 
+Peers run ``--peer-repeats`` answers a query (default ``--repeats``), after one untimed warm-up call before
+their first query, and start no new query after ``--peer-budget-s`` (the rest say "not run").  On the
+2 shared cores this was written on, Tumult takes 10-30 s an evaluation and OpenDP 10-20 s a query, so the
+recorded run used 3 peer answers a query (their Monte-Carlo spread is wide: the verdicts say "tie" often)
+and ``--parallel`` (the three engines side by side: every time then includes the others' load).
+
 Queries a peer cannot express natively are marked "cannot express" with the reason; where dpkit selects
 the groups privately (delta = 1e-6) but the groups are the values of a public table, the peers are given
 those public keys (cheaper for them: the rows say so).
@@ -37,6 +43,7 @@ bootstrap 95% intervals overlap.
 
     bash benchmarks/run.sh flights
     .bench-venv/bin/python benchmarks/bench_flights.py --repeats 5 --no-write
+    .bench-venv/bin/python benchmarks/bench_flights.py --repeats 20 --peer-repeats 3 --parallel --peer-budget-s 1140
 """
 
 from __future__ import annotations
@@ -527,7 +534,7 @@ def _cell_error(est: Any, true: Any) -> float | None:
     est, true = float(est), float(true)
     if not (math.isfinite(est) and math.isfinite(true)) or true == 0.0:
         return None
-    return abs(est - true) / abs(true)
+    return float(abs(est - true) / abs(true))
 
 
 def answer_error(answer: dict[str, Any], truth_: dict[str, Any], keys: list[str],
@@ -681,7 +688,7 @@ def main() -> int:
                 "error": summarize([answer_error({"columns": v["columns"], "rows": a}, tr, keys)[0] for a in v["answers"]]),
                 "median_s": v["median_s"], "cold_s": v["cold_s"], "split": v["split"], "times": v["times"]}
         dp_times.append(rec["report"]["median_s"])
-        cells = []
+        cells: list[tuple[str, dict[str, Any] | None, str, str]] = []
         for pname, pres in peers.items():
             pq_ = (pres.get("result") or {}).get("queries", {}).get(name) if pres.get("ok") else None
             if pq_ is None:
@@ -741,10 +748,10 @@ def main() -> int:
           "## Summary", "",
           f"- dpkit median time per query: **{H.fmt_time(med_t)}** (bar: < 0.5 s; slowest {H.fmt_time(max(dp_times))})"]
     for p in peers:
-        c, cn = counts[p], counts_nr[p]
-        md.append(f"- against {p}: dpkit better {c['better']}, tie {c['tie']}, worse {c['worse']}, peer cannot or does not "
-                  f"express {c['n/a']}; without the bounding report: better {cn['better']}, tie {cn['tie']}, worse "
-                  f"{cn['worse']}")
+        vc, vn = counts[p], counts_nr[p]
+        md.append(f"- against {p}: dpkit better {vc['better']}, tie {vc['tie']}, worse {vc['worse']}, peer cannot or "
+                  f"does not express {vc['n/a']}; without the bounding report: better {vn['better']}, tie {vn['tie']}, "
+                  f"worse {vn['worse']}")
     md += ["", "## Per query", "",
            H.markdown_table(["query", "true answer (unbounded)", "dpkit error", "dpkit error, no bounding report",
                              "Tumult error", "OpenDP error", "dpkit time", "dpkit cold", "Tumult time", "OpenDP time",
