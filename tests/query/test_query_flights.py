@@ -131,3 +131,17 @@ def test_a_refusal_names_the_construct_and_spends_nothing(refusing: Session, que
     assert construct.lower() in str(e.value).lower(), (query, str(e.value))
     assert math.isfinite(float(refusing.remaining().epsilon))
     assert Path(refusing.ledger.path).read_bytes() == ledger_bytes  # byte for byte: nothing written
+
+
+def test_a_quantile_and_a_distinct_count_without_group_by_use_the_data(session: Session,
+                                                                       flights: dict[str, Any]) -> None:
+    """Regression: without GROUP BY the side statements have no key column, and their rows were all dropped, so
+    MEDIAN was drawn from a flat utility (uniform over the bounds) and COUNT(DISTINCT) of a non-unit column was 0."""
+    f = flights["flights"][flights["flights"].tailnum.notna()]
+    per_unit = f.groupby("tailnum").size()
+    r = session.sql("SELECT MEDIAN(n) AS m FROM (SELECT tailnum, COUNT(*) AS n FROM t GROUP BY tailnum) AS u",
+                    epsilon=1.0, bounds={"n": (0.0, 600.0)}, rng=insecure_seeded(3))
+    assert abs(r.rows[0][0] - per_unit.median()) <= 5.0, (r.rows, per_unit.median())
+    r = session.sql("SELECT COUNT(DISTINCT dest) AS d FROM t", epsilon=1.0, max_rows=5, rng=insecure_seeded(4))
+    lo, hi = r.intervals["d"][0]
+    assert lo <= f.dest.nunique() <= hi and r.rows[0][0] > 0, (r.rows, r.intervals, f.dest.nunique())
