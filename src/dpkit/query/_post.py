@@ -71,7 +71,8 @@ def check_post(spec: QuerySpec, key_types: list[str], temporal: dict[str, str]) 
         con.close()
     one: dict[str, Any] = {"date": [dt.date(1970, 1, 2)], "timestamp": [dt.datetime(1970, 1, 1, 0, 0, 1)]}
     values = {a.name: one[temporal[a.name]] if a.name in temporal else np.ones(1) for a in spec.aggregates}
-    intervals = {a.name: (np.ones(1), np.ones(1)) for a in spec.aggregates}
+    intervals: dict[str, tuple[Any, Any]] = {a.name: (values[a.name], values[a.name]) if a.name in temporal
+                                             else (np.ones(1), np.ones(1)) for a in spec.aggregates}
     post_process(spec, keys, 1, values, intervals, {a.name: a.kind for a in spec.aggregates}, safe=False)
 
 
@@ -122,6 +123,9 @@ def post_process(spec: QuerySpec, keys: list[Any], n: int, values: dict[str, Any
         lo_of[name], hi_of[name] = f"__lo{j}", f"__hi{j}"
         if isinstance(lo, list):  # dates or timestamps (a quantile's released interval ends)
             cols[f"__lo{j}"], cols[f"__hi{j}"] = pa.array(lo), pa.array(hi)
+        elif not isinstance(v, np.ndarray):  # a date or timestamp without interval: NULLs of the value's type,
+            # so that the expressions bind as they do on the values (as check_post ran them)
+            cols[f"__lo{j}"] = cols[f"__hi{j}"] = pa.nulls(n, type=cols[name].type)
         else:
             cols[f"__lo{j}"] = pa.array(np.asarray(lo, dtype=float))
             cols[f"__hi{j}"] = pa.array(np.asarray(hi, dtype=float))
