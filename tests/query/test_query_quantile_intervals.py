@@ -11,8 +11,9 @@ from __future__ import annotations
 import datetime
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd

@@ -241,7 +241,8 @@ def run(args: argparse.Namespace) -> int:
                    max_partitions=args.max_partitions, max_rows=args.max_rows, keys=keys_arg,
                    noise=args.noise, split=_split(args.split), selection=args.selection,
                    bounding_report=not args.no_bounding_report, accuracy=accuracy or None,
-                   confidence=args.confidence, quantile_intervals=args.quantile_intervals)  # for --plan too: --accuracy's epsilon is computed at this level
+                   quantile_intervals=args.quantile_intervals,
+                   confidence=args.confidence)  # for --plan too: --accuracy's epsilon is computed at this level
 
     def say(msg: str) -> None:
         if not args.quiet:
