@@ -354,7 +354,7 @@ def finish_aggregates(plan: QueryPlan, raw: Any, hists: dict[int, list[tuple[Any
                     val, lo, hi = np.sqrt(var), np.sqrt(v_lo), np.sqrt(v_hi)
         values[agg.name] = val
         intervals[agg.name] = (lo, hi)
-        if agg.kind == "quantile" and v is not None and v.temporal and np.isfinite(lo).all():
+        if agg.kind == "quantile" and v is not None and v.temporal and lo.size and np.isfinite(lo).all():
             # released ends (quantile_intervals=True) as dates or timestamps, rounded outward
             intervals[agg.name] = ([_temporal_end(x, v.temporal, up=False) for x in lo.tolist()],
                                    [_temporal_end(x, v.temporal, up=True) for x in hi.tolist()])
