@@ -92,6 +92,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="release the raw noisy values: counts (and sums of one-signed values) may then be "
                         "negative; by default they and their interval ends are clamped to their sign (free "
                         "post-processing that never loses coverage)")
+    p.add_argument("--quantile-intervals", action="store_true",
+                   help="also give MEDIAN, QUANTILE_CONT, MIN and MAX a --confidence interval for the true quantile "
+                        "of the bounded data, inside the same epsilon (half of each quantile's share goes to its "
+                        "interval ends, so the point is less accurate)")
     p.add_argument("--ledger", default="dpkit-ledger.db",
                    help="ledger: a SQLite file (default ./dpkit-ledger.db) or a postgresql://user@host/db URL")
     p.add_argument("--budget-epsilon", type=float, default=None, help="total epsilon of a new ledger")
@@ -237,6 +241,7 @@ def run(args: argparse.Namespace) -> int:
                    max_partitions=args.max_partitions, max_rows=args.max_rows, keys=keys_arg,
                    noise=args.noise, split=_split(args.split), selection=args.selection,
                    bounding_report=not args.no_bounding_report, accuracy=accuracy or None,
+                   quantile_intervals=args.quantile_intervals,
                    confidence=args.confidence)  # for --plan too: --accuracy's epsilon is computed at this level
 
     def say(msg: str) -> None:

@@ -30,6 +30,13 @@ utility of q = 0 would tie every edge below the minimum); adding a unit moves th
 L and the emptiness indicator by 1 in the opposite direction, so the sensitivity is still L.
 Each partition runs its own selection; a unit touches K partitions, so each gets epsilon/K.
 
+**Quantile intervals** (``quantile_intervals=True``): the aggregate's epsilon is split
+:data:`POINT_SHARE` (1/2) to the point release above and the rest equally to the interval ends it
+needs (two, 1/4 each; one, 1/2, for q = 0 or 1, whose other end is a clamping bound).  Each end is
+one more exponential mechanism per partition with the same utility sensitivity (see
+``dpkit.query._result._quantile_ends``), so the aggregate's releases compose (basic composition) to
+epsilon_point + sum of the ends = the aggregate's epsilon: the declared charge is unchanged.
+
 **What a query is charged** (:meth:`Split.charge`): the composition of the mechanisms it builds, as one
 :func:`~dpkit.accounting.items.combine` batch of their guarantees -- pure epsilon of the Laplace,
 geometric and exponential parts, the zCDP rho of each Gaussian vector read from the built mechanism
@@ -61,6 +68,8 @@ __all__ = ["Measurement", "Selection", "Split", "gaussian_for_vector", "selectio
 
 # per-partition contribution bound of each primitive, in units of (L, M, R) -> c
 INTEGER_PRIMITIVES = ("rows", "units", "distinct")
+# with quantile intervals: the point release's share of its aggregate's epsilon (the ends share the rest)
+POINT_SHARE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +87,30 @@ class Measurement:
     q: float | None = None  # quantile level
     extreme: str | None = None  # "min" / "max": the first / last non-empty bucket (see _result._quantiles)
     rho: float = 0.0        # > 0: a Gaussian vector calibrated to this zCDP share (epsilon, delta unused)
+    intervals: bool = False  # quantiles: also release the interval ends (see the module docstring)
+
+    @property
+    def ends(self) -> int:
+        """How many interval ends this quantile releases: 0 (no intervals), 1 (q = 0 or 1), or 2."""
+        if not (self.intervals and self.noise == "exponential"):
+            return 0
+        return 1 if self.q in (0.0, 1.0) else 2
+
+    @property
+    def point_epsilon(self) -> float:
+        """The epsilon of the point release (all of ``epsilon`` unless interval ends share it)."""
+        return self.epsilon * POINT_SHARE if self.ends else self.epsilon
+
+    @property
+    def end_epsilon(self) -> float:
+        """The epsilon of each interval end's release (0 without intervals)."""
+        return self.epsilon * (1.0 - POINT_SHARE) / self.ends if self.ends else 0.0
+
+    def end_mechanism(self) -> Exponential:
+        """The exponential mechanism each partition runs for one interval end (epsilon_end / K each)."""
+        if not self.ends:
+            raise InvalidArgumentError(f"{self.aggregate}: no quantile interval was asked for.")
+        return Exponential(sensitivity=self.bound, epsilon=self.end_epsilon / self.partitions_per_unit)
 
     @property
     def l1(self) -> float:
@@ -92,7 +125,7 @@ class Measurement:
         mechanism each partition runs (epsilon / K each, K partitions a unit: basic composition)."""
         g = max(1, int(partitions))
         if self.noise == "exponential":
-            return Exponential(sensitivity=self.bound, epsilon=self.epsilon / self.partitions_per_unit)
+            return Exponential(sensitivity=self.bound, epsilon=self.point_epsilon / self.partitions_per_unit)
         if self.noise == "geometric":
             return Geometric(sensitivity=int(round(self.l1)), epsilon=self.epsilon)
         if self.noise == "laplace":
@@ -108,7 +141,13 @@ class Measurement:
         whose exponential mechanism runs once per partition).  The same for every number of partitions: for
         (epsilon, delta)-calibrated Gaussians the one-value calibration (the smallest sigma) is charged."""
         if self.noise == "exponential":
-            return mechanism_item(self.mechanism(1)), self.partitions_per_unit
+            point = mechanism_item(self.mechanism(1))
+            if not self.ends:
+                return point, self.partitions_per_unit
+            # the point and each end, composed: one partition's releases; a unit pays them K times
+            both = combine([(point, 1), (mechanism_item(self.end_mechanism()), self.ends)],
+                           label=f"{self.aggregate}: quantile and its interval ends")
+            return both, self.partitions_per_unit
         m = self.mechanism(1)
         if self.noise == "gaussian":
             rho = float(m.zcdp().rho)
@@ -148,6 +187,10 @@ class Measurement:
         if self.noise == "exponential":
             row["utility_sensitivity"] = self.bound
             row["epsilon_per_partition"] = self.epsilon / self.partitions_per_unit
+            if self.ends:
+                row["interval_ends"] = self.ends
+                row["epsilon_point"] = self.point_epsilon
+                row["epsilon_each_end"] = self.end_epsilon
         else:
             row["l1_sensitivity" if self.noise != "gaussian" else "l2_sensitivity"] = (
                 self.l1 if self.noise != "gaussian" else self.l2)

@@ -71,13 +71,14 @@ def check_post(spec: QuerySpec, key_types: list[str], temporal: dict[str, str]) 
         con.close()
     one: dict[str, Any] = {"date": [dt.date(1970, 1, 2)], "timestamp": [dt.datetime(1970, 1, 1, 0, 0, 1)]}
     values = {a.name: one[temporal[a.name]] if a.name in temporal else np.ones(1) for a in spec.aggregates}
-    intervals = {a.name: (np.ones(1), np.ones(1)) for a in spec.aggregates}
+    intervals: dict[str, tuple[Any, Any]] = {a.name: (values[a.name], values[a.name]) if a.name in temporal
+                                             else (np.ones(1), np.ones(1)) for a in spec.aggregates}
     post_process(spec, keys, 1, values, intervals, {a.name: a.kind for a in spec.aggregates}, safe=False)
 
 
 def post_process(spec: QuerySpec, keys: list[Any], n: int, values: dict[str, Any],
-                 intervals: dict[str, tuple[np.ndarray, np.ndarray]], kinds: dict[str, str], *, safe: bool = True
-                 ) -> tuple[list[str], list[list[Any]], dict[str, tuple[np.ndarray, np.ndarray]], list[str],
+                 intervals: dict[str, tuple[Any, Any]], kinds: dict[str, str], *, safe: bool = True
+                 ) -> tuple[list[str], list[list[Any]], dict[str, tuple[Any, Any]], list[str],
                             list[bool]]:
     """Apply the spec's outputs, HAVING, ORDER BY and LIMIT to the noisy table.
 
@@ -120,8 +121,14 @@ def post_process(spec: QuerySpec, keys: list[Any], n: int, values: dict[str, Any
             cols[name] = pa.array(list(v))
         lo, hi = intervals[name]
         lo_of[name], hi_of[name] = f"__lo{j}", f"__hi{j}"
-        cols[f"__lo{j}"] = pa.array(np.asarray(lo, dtype=float))
-        cols[f"__hi{j}"] = pa.array(np.asarray(hi, dtype=float))
+        if isinstance(lo, list):  # dates or timestamps (a quantile's released interval ends)
+            cols[f"__lo{j}"], cols[f"__hi{j}"] = pa.array(lo), pa.array(hi)
+        elif not isinstance(v, np.ndarray):  # a date or timestamp without interval: NULLs of the value's type,
+            # so that the expressions bind as they do on the values (as check_post ran them)
+            cols[f"__lo{j}"] = cols[f"__hi{j}"] = pa.nulls(n, type=cols[name].type)
+        else:
+            cols[f"__lo{j}"] = pa.array(np.asarray(lo, dtype=float))
+            cols[f"__hi{j}"] = pa.array(np.asarray(hi, dtype=float))
     table = pa.table(cols)
 
     outputs = spec.outputs or (
@@ -161,11 +168,15 @@ def post_process(spec: QuerySpec, keys: list[Any], n: int, values: dict[str, Any
     m = len(outputs)
     out_columns = [got.column(1 + 3 * i).to_pylist() for i in range(m)]
     nested = [_nested(got.column(1 + 3 * i).type) for i in range(m)]
-    out_intervals: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    out_intervals: dict[str, tuple[Any, Any]] = {}
     for i, o in enumerate(outputs):
         if o.name in key_columns:
             continue
-        out_intervals[o.name] = (_floats(got.column(2 + 3 * i)), _floats(got.column(3 + 3 * i)))
+        lo_col, hi_col = got.column(2 + 3 * i), got.column(3 + 3 * i)
+        if _temporal_type(lo_col.type) and _temporal_type(hi_col.type):  # ends that are dates or timestamps
+            out_intervals[o.name] = (lo_col.to_pylist(), hi_col.to_pylist())
+            continue
+        out_intervals[o.name] = (_floats(lo_col), _floats(hi_col))
     return [o.name for o in outputs], out_columns, out_intervals, key_columns, nested
 
 
@@ -194,6 +205,12 @@ def _nested(arrow_type: Any) -> bool:
     if isinstance(arrow_type, pa.ExtensionType):
         return True
     return bool(pa.types.is_nested(arrow_type))
+
+
+def _temporal_type(arrow_type: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_date(arrow_type) or pa.types.is_timestamp(arrow_type))
 
 
 def _floats(column: Any) -> np.ndarray:

@@ -6,7 +6,8 @@ squares) combines its primitives' intervals by interval arithmetic, each taken a
 1 - (1 - confidence)/n so that by a union bound all n hold together with probability
 >= confidence.  Every interval covers the value of the *bounded* data.  Quantiles have no
 interval in value space that could be computed from the noise alone; their ``details`` give the
-exponential mechanism's rank-error bound instead.
+exponential mechanism's rank-error bound instead, unless ``quantile_intervals=True`` asked for two
+more exponential-mechanism releases per quantile, its interval ends (:func:`_quantile_ends`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import datetime
 import gc
 import math
 import struct
+from fractions import Fraction
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from collections.abc import Iterator
@@ -67,8 +69,10 @@ def _frozen_table(columns: list[list[Any]], nested: list[bool]) -> _FrozenTable:
 
 
 def _interval_table(lo: Any, hi: Any) -> _FrozenTable:
-    """((lo, hi), ...) as Python floats, one pair per row."""
+    """((lo, hi), ...) as Python floats, one pair per row (lists of dates or timestamps as they are)."""
     with _no_gc():
+        if isinstance(lo, list):
+            return _FrozenTable(zip(lo, hi))
         return _FrozenTable(zip(np.asarray(lo, dtype=float).reshape(-1).tolist(),
                                 np.asarray(hi, dtype=float).reshape(-1).tolist()))
 
@@ -149,7 +153,7 @@ class QueryResult:
                     cells.append("NULL" if v is None else str(v))
                     continue
                 lo, hi = self.intervals[name][i]
-                if math.isnan(lo):
+                if isinstance(lo, float) and math.isnan(lo):
                     cells.append(_fmt(v))
                 else:
                     cells.append(f"{_fmt(v)} [{_fmt(lo)}, {_fmt(hi)}]")
@@ -288,11 +292,13 @@ def finish_aggregates(plan: QueryPlan, raw: Any, hists: dict[int, list[tuple[Any
     for m in split.measurements:
         level = 1.0 - (1.0 - confidence) / n_prims[m.aggregate]
         if m.noise == "exponential":
-            vals, gaps = _quantiles(plan, m, key_arrays, g, hists, rng, level)
-            per_agg.setdefault(m.aggregate, {})[m.primitive] = (vals, np.full(g, np.nan), np.full(g, np.nan))
+            vals, gaps, q_lo, q_hi = _quantiles(plan, m, key_arrays, g, hists, rng, level)
+            per_agg.setdefault(m.aggregate, {})[m.primitive] = (vals, q_lo, q_hi)
             scales.setdefault(m.aggregate, {})[m.primitive] = m.scale(g)
             quantile_details[m.aggregate] = {"rank_error_bound": gaps, "level": level,
                                              "bucket_width": _width(plan, m)}
+            if m.ends:
+                quantile_details[m.aggregate]["interval"] = _ends_note(plan, m, level)
             continue
         if g == 0:
             per_agg.setdefault(m.aggregate, {})[m.primitive] = (np.zeros(0), np.zeros(0), np.zeros(0))
@@ -305,7 +311,7 @@ def finish_aggregates(plan: QueryPlan, raw: Any, hists: dict[int, list[tuple[Any
 
     columns = [k.name for k in spec.keys] + [a.name for a in spec.aggregates]
     values: dict[str, np.ndarray] = {}
-    intervals: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    intervals: dict[str, tuple[Any, Any]] = {}
     for agg in spec.aggregates:
         prims = per_agg.get(agg.name, {})
         v = plan.values.get(agg.name)
@@ -348,6 +354,10 @@ def finish_aggregates(plan: QueryPlan, raw: Any, hists: dict[int, list[tuple[Any
                     val, lo, hi = np.sqrt(var), np.sqrt(v_lo), np.sqrt(v_hi)
         values[agg.name] = val
         intervals[agg.name] = (lo, hi)
+        if agg.kind == "quantile" and v is not None and v.temporal and lo.size and np.isfinite(lo).all():
+            # released ends (quantile_intervals=True) as dates or timestamps, rounded outward
+            intervals[agg.name] = ([_temporal_end(x, v.temporal, up=False) for x in lo.tolist()],
+                                   [_temporal_end(x, v.temporal, up=True) for x in hi.tolist()])
 
     details: dict[str, Any] = {}
     bounding = _bounding(plan, report, rng, confidence)
@@ -431,6 +441,16 @@ def _temporal(x: float, kind: str | None) -> Any:
     if kind == "date":
         return _EPOCH_DATE + datetime.timedelta(days=math.floor(x))
     return _EPOCH + datetime.timedelta(seconds=x)
+
+
+def _temporal_end(x: float, kind: str, *, up: bool) -> Any:
+    """An interval end in days or seconds as a date or timestamp, rounded outward (down for the lower end,
+    up for the upper): whole days, or whole microseconds computed exactly (``Fraction``)."""
+    if kind == "date":
+        days = math.ceil(x) if up else math.floor(x)
+        return _EPOCH_DATE + datetime.timedelta(days=days)
+    us = Fraction(x) * 1_000_000
+    return _EPOCH + datetime.timedelta(microseconds=math.ceil(us) if up else math.floor(us))
 
 
 def _typed(v: np.ndarray, kind: str | None) -> Any:
@@ -581,8 +601,10 @@ def _hist_columns(rows: Any, nk: int) -> tuple[list[Any], np.ndarray, np.ndarray
 
 
 def _quantiles(plan: QueryPlan, m: Any, keys: list[Any], g: int, hists: dict[int, Any],
-               rng: Any, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """One exponential-mechanism release per released partition, over its histogram's ``buckets + 1`` edges.
+               rng: Any, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One exponential-mechanism release per released partition, over its histogram's ``buckets + 1`` edges;
+    returns the values, their rank-error bounds, and the interval ends (NaN unless ``m.ends``: then
+    :func:`_quantile_ends`, one or two more releases per partition, from the same generator).
 
     The histograms are built as arrays (a block of partitions at a time, each row the partition's weighted
     bucket counts); the releases stay one call per partition, the mechanism's exact sampler.
@@ -598,8 +620,10 @@ def _quantiles(plan: QueryPlan, m: Any, keys: list[Any], g: int, hists: dict[int
     part, bucket, weight = part[by_part], bucket[by_part], weight[by_part]
     mech = m.mechanism(g)
     out, gaps = np.zeros(g), np.zeros(g)
+    ends_lo, ends_hi = np.full(g, np.nan), np.full(g, np.nan)
     assert v.lo is not None and v.hi is not None
     edges = v.lo + (v.hi - v.lo) * np.arange(b + 1) / b
+    shift = _rank_shift(m, b, level) if m.ends else 0.0
     block = max(1, (1 << 21) // max(b, 1))  # partitions a block: a (block x buckets) array of about 16 MB
     for start in range(0, g, block):
         stop = min(g, start + block)
@@ -619,4 +643,73 @@ def _quantiles(plan: QueryPlan, m: Any, keys: list[Any], g: int, hists: dict[int
             i = start + r
             out[i] = edges[j + 1] if m.extreme == "max" else edges[j]  # MIN: its bucket's low edge; MAX: high edge
             gaps[i] = float(rel.details.get("utility_gap_bound", np.nan))
-    return out, gaps
+            if m.ends:
+                ends_lo[i], ends_hi[i] = _quantile_ends(m, below[r], edges, shift, rng, level)
+    return out, gaps, ends_lo, ends_hi
+
+
+def _rank_shift(m: Any, buckets: int, level: float) -> float:
+    """c: the rank shift of the interval ends, public (it depends on epsilon, the buckets and the level only).
+
+    The end mechanism's utility-gap bound over the ``buckets + 1`` candidates at failure probability
+    beta / ends (beta = 1 - level; Dwork & Roth 2014, Thm 3.11), plus 1 for the rank slack of an interpolated
+    quantile (see :func:`_quantile_ends`).
+    """
+    beta = (1.0 - level) / m.ends
+    return float(m.end_mechanism().utility_gap_bound(buckets + 1, 1.0 - beta)) + 1.0
+
+
+def _ends_note(plan: QueryPlan, m: Any, level: float) -> dict[str, Any]:
+    return {"confidence": level, "rank_shift": _rank_shift(m, plan.compiled.buckets, level),
+            "epsilon_point": m.point_epsilon, "epsilon_each_end": m.end_epsilon, "ends_released": m.ends,
+            "note": "value interval for the true quantile of the bounded data: exponential-mechanism quantiles at "
+                    "ranks q n -+ rank_shift, inside the aggregate's epsilon"
+                    + ("; the other end is the clamping bound" if m.ends == 1 else "")}
+
+
+def _quantile_ends(m: Any, below: np.ndarray, edges: np.ndarray, c: float, rng: Any,
+                   level: float) -> tuple[float, float]:
+    r"""The interval ends of one partition's quantile: two exponential-mechanism releases (one for q = 0 or 1).
+
+    ``below[j]`` is the weight of the partition's bounded values below edge j (``below[-1]`` = n, its total
+    weight); ``c`` is :func:`_rank_shift`.  **Lower end**: target rank t = q n - c; candidates are each bucket j
+    (reporting its low edge e_j), with utility -d_j, d_j = max(below[j] - t, 0, t - below[j+1]) (the distance
+    from t to the ranks the bucket spans), and a candidate "below every value" reporting lo with
+    d = max(t, 0).  **Upper end**: t = q n + c, bucket j reporting its high edge e_{j+1}, and a candidate
+    "above every value" reporting hi with d = max(n - t, 0).  Each end has ``buckets + 1`` candidates.
+
+    Sensitivity: adding or removing one unit moves below[j] by a and n by w with 0 <= a <= w <= L (its
+    weight in the partition, <= max_rows), so below[j] - q n moves by a - q w, within +-max(q, 1 - q) L; c is
+    public, and a maximum of such terms moves by no more, so each utility has the point release's
+    sensitivity ``m.bound`` (targets outside [0, n] are not clipped: clipping would change that).
+
+    Coverage: let Q be the true quantile of the bounded data, any value with W(x < Q) <= q n + 1 and
+    W(x <= Q) >= q n - 1 (a weighted q-quantile, or QUANTILE_CONT's interpolation with unit weights).  If
+    the lower end e_j > Q, every value <= Q lies below e_j, so below[j] >= q n - 1 and d_j >= c - 1; the
+    candidates' rank spans cover [0, n] and the extra one covers t < 0, so the best d is 0.  The exponential
+    mechanism picks a candidate whose utility is s below the best with probability <= e^{-s/scale}, so by a
+    union bound over the ``buckets + 1`` candidates the lower end exceeds Q with probability <= beta/ends
+    when c - 1 is the utility-gap bound at that level (McSherry & Talwar 2007, Thm 8; Dwork & Roth 2014,
+    Thm 3.11); the upper end likewise.  Both hold with probability >= ``level`` (union bound).  Heavy
+    buckets (ties) are why d is a distance to a bucket's rank span and not to one edge's rank: an edge's
+    rank alone can jump over t, putting the nearest edge on the wrong side of Q.  Up to float64 rounding
+    of the engine's bucket boundaries (a value within rounding of an edge).  For q = 0 the lower end is lo,
+    for q = 1 the upper end is hi (every bounded value lies in [lo, hi]).
+    """
+    n = float(below[-1])
+    mech = m.end_mechanism()
+    b = edges.size - 1
+    q = float(m.q)
+    lo_end, hi_end = float(edges[0]), float(edges[b])
+    span_lo, span_hi = below[:-1], below[1:]
+    if q > 0.0:
+        t = q * n - c
+        d = np.concatenate([[max(t, 0.0)], np.maximum(np.maximum(span_lo - t, 0.0), t - span_hi)])
+        i = int(mech.release(-d, rng=rng, confidence=level).value)
+        lo_end = float(edges[max(i - 1, 0)])  # 0: below every value (lo); i: bucket i - 1's low edge
+    if q < 1.0:
+        t = q * n + c
+        d = np.concatenate([np.maximum(np.maximum(span_lo - t, 0.0), t - span_hi), [max(n - t, 0.0)]])
+        i = int(mech.release(-d, rng=rng, confidence=level).value)
+        hi_end = float(edges[min(i + 1, b)])  # bucket i's high edge; b: above every value (hi)
+    return lo_end, hi_end

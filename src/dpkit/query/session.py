@@ -338,7 +338,7 @@ class Session:
              quantile_buckets: int = 1024, dialect: str = "duckdb", partition_order: str = "hash",
              selection: str | None = None, bounding_report: bool = True,
              accuracy: dict[str, float] | None = None, confidence: float = 0.95,
-             rho: float | None = None) -> QueryPlan:
+             rho: float | None = None, quantile_intervals: bool = False) -> QueryPlan:
         """Validate a query and decide its bounding, split and cost, without reading data or spending.
 
         Parameters are those of :meth:`sql`.
@@ -370,6 +370,8 @@ class Session:
         # at most 10^6: each released partition's histogram and candidate edges are arrays of that length,
         # built after the spend, where running out of memory would charge a failure no row caused
         buckets = _check_int("quantile_buckets", quantile_buckets, most=10**6)
+        if not isinstance(quantile_intervals, bool):
+            raise ArgumentTypeError(f"quantile_intervals must be True or False; got {quantile_intervals!r}.")
         if noise is None:  # Gaussian noise where the cost is zCDP; Laplace (pure, or (eps, delta)) otherwise
             noise = "gaussian" if r > 0.0 or (isinstance(budget, ZCDP) and dl > 0.0) else "laplace"
         if noise == "gaussian" and isinstance(budget, GaussianDP):
@@ -427,9 +429,10 @@ class Session:
         if accuracy is not None:
             g = len(public) if public is not None else 1
             eps = self._epsilon_for(accuracy, confidence, g, lambda e: self._split(
-                spec, values, e, dl, k_eff, l_max, noise, split, select, selection, bool(bounding_report)))
+                spec, values, e, dl, k_eff, l_max, noise, split, select, selection, bool(bounding_report),
+                intervals=quantile_intervals))
         plan_split = self._split(spec, values, eps, dl, k_eff, l_max, noise, split, select, selection,
-                                 bool(bounding_report), rho=r)
+                                 bool(bounding_report), rho=r, intervals=quantile_intervals)
         salt = secrets.token_hex(16)
         def build(relation: str, keys: PublicKeys | None = public) -> Compiled:
             return compile_query(spec, privacy_unit=self.privacy_unit, values=values, max_partitions=k_max,
@@ -753,7 +756,7 @@ class Session:
     @staticmethod
     def _split(spec: QuerySpec, values: dict[str, ValueColumn], eps: float, dl: float, k: int, l_max: int,
                noise: str, weights: dict[str, float] | None, select: bool, selection: str = "laplace",
-               report: bool = False, rho: float = 0.0) -> Split:
+               report: bool = False, rho: float = 0.0, intervals: bool = False) -> Split:
         """The split of (eps, dl), or of a zCDP cost ``rho`` > 0 (then eps and dl are unused and there is no
         private selection: it has no zCDP bound)."""
         parts = ([a.name for a in spec.aggregates] + (["partition_selection"] if select else [])
@@ -782,7 +785,7 @@ class Session:
             w = {p: x / total for p, x in w.items()}
         # delta goes to the parts that need it: selection and Gaussian measurements
         if rho > 0.0:
-            return Session._split_rho(spec, values, rho, k, l_max, noise, w, report)
+            return Session._split_rho(spec, values, rho, k, l_max, noise, w, report, intervals)
         needs_delta = (["partition_selection"] if select else []) + (
             [a.name for a in spec.aggregates if a.kind != "quantile"] if noise == "gaussian" else [])
         if needs_delta and dl == 0.0:
@@ -800,7 +803,8 @@ class Session:
                     assert v is not None and v.lo is not None and v.hi is not None
                     q = float(agg.q)  # type: ignore[arg-type]
                     measurements.append(Measurement(agg.name, p, f"hist__{v.index}", l_max * max(q, 1.0 - q), k,
-                                                    e_each, 0.0, "exponential", q=q, extreme=agg.extreme))
+                                                    e_each, 0.0, "exponential", q=q, extreme=agg.extreme,
+                                                    intervals=intervals))
                     continue
                 bound = _part_bound(p, v, l_max)
                 column = p if p in ("rows", "units") else f"{p}__{v.index}"  # type: ignore[union-attr]
@@ -817,7 +821,7 @@ class Session:
 
     @staticmethod
     def _split_rho(spec: QuerySpec, values: dict[str, ValueColumn], rho: float, k: int, l_max: int, noise: str,
-                   w: dict[str, float], report: bool) -> Split:
+                   w: dict[str, float], report: bool, intervals: bool = False) -> Split:
         """Each part meets its share of ``rho`` with its own mechanism (:mod:`dpkit.query._noise`)."""
         measurements: list[Measurement] = []
         for agg in spec.aggregates:
@@ -830,8 +834,10 @@ class Session:
                     q = float(agg.q)  # type: ignore[arg-type]
                     c = l_max * max(q, 1.0 - q)
                     e = epsilon_for_rho(r_each, lambda x, c=c: Exponential(sensitivity=c, epsilon=x / k), count=k)
+                    # with intervals the point and its ends share e, whose zCDP bounds then sum to less than
+                    # the one mechanism's (epsilon^2/8 is convex): the share is still met, never exceeded
                     measurements.append(Measurement(agg.name, p, f"hist__{v.index}", c, k, e, 0.0, "exponential",
-                                                    q=q, extreme=agg.extreme))
+                                                    q=q, extreme=agg.extreme, intervals=intervals))
                     continue
                 bound = _part_bound(p, v, l_max)
                 if bound == 0:
@@ -868,7 +874,7 @@ class Session:
             dialect: str = "duckdb", partition_order: str = "hash", selection: str | None = None,
             bounding_report: bool = True, accuracy: dict[str, float] | None = None,
             progress: Callable[[str], None] | None = None, debug_timings: bool = False,
-            nonnegative: bool = True, rho: float | None = None) -> QueryResult:
+            nonnegative: bool = True, rho: float | None = None, quantile_intervals: bool = False) -> QueryResult:
         """Answer one aggregate query with differential privacy, recording its cost first.
 
         Parameters
@@ -940,6 +946,15 @@ class Session:
             Put the engine's and the total wall-clock time on ``result.timings``.  Timings depend on the
             data and are not private (an analyst who sees them can tell neighbouring tables apart); for
             debugging on non-sensitive data only.
+        quantile_intervals : bool, default False
+            Also give quantiles (MEDIAN, QUANTILE_CONT, MIN, MAX; numbers, dates, timestamps) an interval at
+            ``confidence`` for the true quantile of the bounded data, inside the same epsilon: the aggregate's
+            share is split 1/2 to the point release and 1/4 to each end (1/2 to the one end of MIN, MAX and the
+            0- and 1-quantiles, whose other end is the clamping bound), so the point is less accurate than
+            without.  Each end is an exponential-mechanism quantile (the same secure sampler) aimed at the rank
+            q n -+ c, with c its own rank-error bound at failure probability (1 - confidence)/2 plus 1
+            (McSherry & Talwar 2007; Dwork & Roth 2014, Thm 3.11), so both ends hold together with
+            probability >= ``confidence`` (union bound).  See ``dpkit.query._result._quantile_ends``.
 
         Raises
         ------
@@ -956,7 +971,8 @@ class Session:
                          max_rows=max_rows, keys=keys, noise=noise, split=split,
                          quantile_buckets=quantile_buckets, dialect=dialect, partition_order=partition_order,
                          selection=selection, bounding_report=bounding_report, accuracy=accuracy,
-                         confidence=confidence if isinstance(confidence, float) and 0 < confidence < 1 else 0.95)
+                         confidence=confidence if isinstance(confidence, float) and 0 < confidence < 1 else 0.95,
+                         quantile_intervals=quantile_intervals)
         if not 0.0 < confidence < 1.0:
             raise InvalidArgumentError(f"confidence must be in (0, 1); got {confidence!r}.")
         if rng is not None and not isinstance(rng, np.random.Generator):
