@@ -207,3 +207,16 @@ def test_filter_budgets_are_on_the_side_their_conversion_meets(epsilon: float, d
     assert ok(rho) and not ok(rho * (1.0 + 2e-12))  # the lower (safe) side of "fails", and tight
     assert zcdp_epsilon(zcdp_budget(epsilon, delta), delta) <= epsilon
     assert gaussian_delta_interval(gdp_budget(epsilon, delta), epsilon)[1] <= delta
+
+
+@pytest.mark.parametrize("q, steps, delta, epsilon", [(0.01, 1000, 1e-5, 1.0), (0.2, 10, 1e-6, 0.5)])
+def test_dpsgd_starting_sigma_meets_the_target_by_rdp(q: float, steps: int, delta: float, epsilon: float) -> None:
+    from dpkit.accounting.dpsgd import _bracket_sigma, dpsgd_rdp_epsilon
+    from dpkit.accounting.sampled_gaussian import DEFAULT_ORDERS
+
+    def rdp(sig: float) -> float:
+        return float(dpsgd_rdp_epsilon(delta=delta, sigma=sig, sampling_rate=q, steps=steps, orders=DEFAULT_ORDERS))
+
+    sigma = _bracket_sigma(rdp, epsilon, 100.0)
+    assert rdp(sigma) <= epsilon  # the upper side: this sigma meets the target (an RDP upper bound on epsilon)
+    assert rdp(sigma / 1.001) > epsilon  # and is within 1e-3 relative of the smallest that does
