@@ -152,3 +152,71 @@ def test_the_accountants_largest_pure_spend_is_admitted() -> None:
     left = float(remaining.epsilon)
     assert left > 0.0
     acc.check(PureDP(left))  # the lower side of "refused": the reported epsilon is admitted
+
+
+# --- the accounting callers moved onto it later (issue 13 leftovers) ---------------------------------
+
+@pytest.mark.parametrize("kind, mu, q, k", [("remove", 1.0, 1.0, 10), ("remove", 0.8, 0.01, 1000),
+                                            ("symmetric", 0.7, 0.05, 100)])
+@pytest.mark.parametrize("delta", [1e-3, 1e-8])
+def test_tilted_root_is_on_the_side_where_the_approximate_delta_meets_the_target(
+    kind: str, mu: float, q: float, k: int, delta: float
+) -> None:
+    from dpkit.accounting._tilted_laws import LawSpec
+    from dpkit.accounting._tilted_solve import _approx_root, compose_parts
+
+    ld = math.log(delta)
+    for t in compose_parts([(LawSpec(kind, mu, q), k)], log_delta=ld).values():
+        e0 = _approx_root(t, ld)
+        lo_w, hi_w = t.window
+        assert max(0.0, lo_w) < e0 < hi_w  # found inside the window, so the side below is the bisection's
+        assert t.approx_log_delta(e0) <= ld  # the upper end: where _step_out starts certifying an upper bound
+        assert t.approx_log_delta(e0 * (1.0 - 1e-12)) > ld  # and tight (1e-14 relative, plus slack)
+
+
+@pytest.mark.parametrize("kind", ["remove", "symmetric"])
+@pytest.mark.parametrize("mu, q", [(0.3, 1.0), (1.0, 0.2), (3.0, 1e-3)])
+@pytest.mark.parametrize("lam_lo, lam_hi", [(0.0, 1.0), (2.0, 40.0)])
+def test_tilted_cut_keeps_the_left_out_tail_within_its_budget(
+    kind: str, mu: float, q: float, lam_lo: float, lam_hi: float
+) -> None:
+    from dpkit.accounting._tilted_laws import LawSpec
+
+    spec = LawSpec(kind, mu, q)
+    budget = -40.0
+    x_h = spec.cut_remove(lam_lo, lam_hi, budget)
+    # the upper side: the tail bound beyond the cut meets the budget at both ends of the tilt range
+    assert spec.log_remove_tail(lam_hi, x_h) <= budget and spec.log_remove_tail(lam_lo, x_h) <= budget
+    start = mu * mu / 2.0 + lam_lo * mu * mu
+    if x_h > start:  # found by the search: within 1/32 of a step (mu) of the boundary
+        x_in = x_h - mu / 32.0 * (1.0 + 1e-9)
+        assert spec.log_remove_tail(lam_hi, x_in) > budget or spec.log_remove_tail(lam_lo, x_in) > budget
+
+
+@pytest.mark.parametrize("epsilon", [0.01, 0.5, 3.0, 10.0])
+@pytest.mark.parametrize("delta", [1e-3, 1e-6, 1e-12])
+def test_filter_budgets_are_on_the_side_their_conversion_meets(epsilon: float, delta: float) -> None:
+    from dpkit.accounting.filters import _largest, gdp_budget, zcdp_budget
+    from dpkit.accounting.gaussian_profile import gaussian_delta_interval
+    from dpkit.accounting.state import zcdp_epsilon
+
+    def ok(rho: float) -> bool:
+        return zcdp_epsilon(rho, delta) <= epsilon
+
+    rho = _largest(ok, max(1.0, epsilon), 1e-12)
+    assert ok(rho) and not ok(rho * (1.0 + 2e-12))  # the lower (safe) side of "fails", and tight
+    assert zcdp_epsilon(zcdp_budget(epsilon, delta), delta) <= epsilon
+    assert gaussian_delta_interval(gdp_budget(epsilon, delta), epsilon)[1] <= delta
+
+
+@pytest.mark.parametrize("q, steps, delta, epsilon", [(0.01, 1000, 1e-5, 1.0), (0.2, 10, 1e-6, 0.5)])
+def test_dpsgd_starting_sigma_meets_the_target_by_rdp(q: float, steps: int, delta: float, epsilon: float) -> None:
+    from dpkit.accounting.dpsgd import _bracket_sigma, dpsgd_rdp_epsilon
+    from dpkit.accounting.sampled_gaussian import DEFAULT_ORDERS
+
+    def rdp(sig: float) -> float:
+        return float(dpsgd_rdp_epsilon(delta=delta, sigma=sig, sampling_rate=q, steps=steps, orders=DEFAULT_ORDERS))
+
+    sigma = _bracket_sigma(rdp, epsilon, 100.0)
+    assert rdp(sigma) <= epsilon  # the upper side: this sigma meets the target (an RDP upper bound on epsilon)
+    assert rdp(sigma / 1.001) > epsilon  # and is within 1e-3 relative of the smallest that does

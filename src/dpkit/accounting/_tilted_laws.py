@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from dpkit._math.bisection import bisect_monotone
 from dpkit.accounting._pld_discretize import (LossLaw, RangeCells, discretize_range, gaussian_law, laplace_law,
                                               range_cells)
 from dpkit.accounting._pld_tilted import Factor
@@ -121,11 +122,9 @@ class LawSpec:
             if ok(x + s):
                 break
             x += s
-        lo, hi = x, x + s
-        for _ in range(5):
-            mid = 0.5 * (lo + hi)
-            lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-        return hi
+        # five halvings of the last step (to 1/32 of it), on the side where ``ok`` holds: the tail bound
+        # meets the budget at the cut returned
+        return bisect_monotone(ok, x, x + s, side="upper", rtol=0.0, max_iter=5)
 
     def span(self, lam_max: float, k_total: int, lam_lo: float = 0.0) -> tuple[float, float, float]:
         """(lo, hi, x_h) in loss units for tilts in [lam_lo, lam_max] (x_h: the removal law's base cut)."""

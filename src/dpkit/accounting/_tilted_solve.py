@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from dpkit._math.bisection import bisect_monotone
 from dpkit.accounting._pld_tilted import (Cumulants, Factor, Tilted, _exact_moments, compose_tilted, solve_increasing,
                                           saddle_lambda)
 from dpkit.accounting._tilted_laws import LawSpec
@@ -194,8 +195,7 @@ def compose_parts(parts: Parts, *, log_delta: float | None = None, eps: float | 
         if log_delta is None or eps is not None:
             return out
         t = out[True] if True in out else out[False]
-        lo_w, hi_w = t.window
-        e0 = _bisect(lambda e, t=t: t.approx_log_delta(e) <= log_delta, max(0.0, lo_w), hi_w)
+        e0 = _approx_root(t, log_delta)
         if e0 <= 0.0 or abs(t.log_delta_bound(e0) - t.approx_log_delta(e0)) <= 1e-3:
             return out  # the error terms are negligible at the root: the tilt is good enough
         lam2, _, _ = _lambda_for_eps(fine[True], e0)
@@ -222,17 +222,15 @@ def _compose_at(parts: Parts, fine: dict[bool, list[tuple[Factor, int]]], lam: f
     return out
 
 
-def _bisect(pred, lo: float, hi: float, rtol: float = 1e-14) -> float:  # type: ignore[no-untyped-def]
-    """The smallest point of [lo, hi] where the monotone ``pred`` holds (pred(hi) true)."""
-    for _ in range(200):
-        if hi - lo <= rtol * max(1e-300, abs(hi)) or hi - lo <= 1e-300:
-            break
-        mid = 0.5 * (lo + hi)
-        if pred(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+def _approx_root(t: Tilted, log_delta: float) -> float:
+    """The smallest point of the window ``[max(0, lo), hi]`` where the approximate delta (no error terms) is
+    at most ``e^log_delta``, to 1e-14 relative (or 1e-300 absolute), in at most 200 evaluations.
+
+    :func:`dpkit._math.bisection.bisect_monotone` on the upper side: the point returned meets the target
+    (or is the window's top), the side from which :func:`_step_out` starts certifying an upper bound."""
+    lo_w, hi_w = t.window
+    return bisect_monotone(lambda e: t.approx_log_delta(e) <= log_delta, max(0.0, lo_w), hi_w,
+                           side="upper", rtol=1e-14, atol=1e-300, max_iter=200)
 
 
 def epsilon_upper(t: Tilted, log_delta: float) -> float:
@@ -241,8 +239,7 @@ def epsilon_upper(t: Tilted, log_delta: float) -> float:
         return 0.0
     if t.infinity_mass > 0 and math.log(t.infinity_mass) > log_delta:
         return math.inf
-    lo_w, hi_w = t.window
-    top = hi_w
+    top = t.window[1]
     if t.approx_log_delta(top) > log_delta:  # root beyond the window: step out on the certified bound
         e = top
         for _ in range(200):
@@ -250,7 +247,7 @@ def epsilon_upper(t: Tilted, log_delta: float) -> float:
                 return min(e, t.max_loss) if t.max_loss < math.inf else e
             e = e + max(1.0, abs(e)) * 0.05
         return t.max_loss if (math.isfinite(t.max_loss) and t.infinity_mass <= math.exp(log_delta)) else math.inf
-    e0 = _bisect(lambda e: t.approx_log_delta(e) <= log_delta, max(0.0, lo_w), top)
+    e0 = _approx_root(t, log_delta)  # in [the window's bottom, top]
     e = _step_out(t, e0, log_delta, +1)
     if math.isfinite(t.max_loss) and t.infinity_mass <= math.exp(log_delta):
         e = min(e, t.max_loss)  # delta(max loss) = P(S = inf) exactly
@@ -265,7 +262,7 @@ def epsilon_lower(t: Tilted, log_delta: float) -> float:
     lo_w, hi_w = t.window
     if t.approx_log_delta(max(0.0, lo_w)) <= log_delta:
         return 0.0
-    e0 = _bisect(lambda e: t.approx_log_delta(e) <= log_delta, max(0.0, lo_w), hi_w)
+    e0 = _approx_root(t, log_delta)
     return max(0.0, _step_out(t, e0, log_delta, -1))
 
 
@@ -358,11 +355,7 @@ def _disc_width(pess: Tilted, opt: Tilted, log_delta: float, upper: float) -> fl
     if not (math.isfinite(upper) and upper > 0):
         return math.inf
 
-    def root(t: Tilted) -> float:
-        lo_w, hi_w = t.window
-        return _bisect(lambda e: t.approx_log_delta(e) <= log_delta, max(0.0, lo_w), hi_w)
-
-    return max(root(pess) - root(opt), 0.0) / upper
+    return max(_approx_root(pess, log_delta) - _approx_root(opt, log_delta), 0.0) / upper
 
 
 def epsilon_upper_only(directions: Sequence[Parts], delta: float, *, grid: float | None = None,

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, cast
 
 from dpkit._math import Estimate, check_delta, check_epsilon, check_positive
+from dpkit._math.bisection import bisect_monotone
 from dpkit.accounting import _tilted_solve as _solve
 from dpkit.accounting._tilted_laws import LawSpec
 from dpkit.accounting.gaussian_profile import gaussian_epsilon_interval, log_delta_bounds
@@ -544,12 +545,11 @@ def _bracket_sigma(rdp: Callable[[float], float], e: float, s_max: float) -> flo
     lo = hi / 1.5
     while lo > 1e-3 and rdp(lo) <= e:
         hi, lo = lo, lo / 1.5
-    for _ in range(40):
-        if hi / lo < 1.001:
-            break
-        mid = math.sqrt(lo * hi)
-        lo, hi = (lo, mid) if rdp(mid) <= e else (mid, hi)
-    return hi
+    # the upper side (a sigma that meets the target), geometric midpoints, stopped once hi / lo <= 1.001:
+    # hi - lo <= (1 - 1 / 1.001) hi.  The bracket's ratio starts at 1.5 and is square-rooted by each
+    # step (1.0016, then 1.0008), never near 1.001, so the rule stops at the same step as hi / lo < 1.001
+    return bisect_monotone(lambda sig: rdp(sig) <= e, lo, hi, side="upper", rtol=1.0 - 1.0 / 1.001, max_iter=40,
+                           midpoint="log")
 
 
 def calibrate_sampling_rate(*, epsilon: float, delta: float, sigma: float, steps: int,

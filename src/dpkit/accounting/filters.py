@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpkit._math.bisection import bisect_monotone
 from dpkit._math.directed import down, up
 from dpkit.accounting.items import ORDERS, PrivacyItem
 from dpkit.accounting.state import add_up, mul_up, zcdp_epsilon
@@ -84,21 +85,14 @@ def _down(x: float) -> float:
 def _largest(ok: Callable[[float], bool], start: float, rtol: float) -> float:
     """The largest x >= 0 with ``ok(x)`` (to ``rtol`` relative, from below), for ``ok`` true at 0 and monotone.
 
-    Doubles from ``start`` until ``ok`` fails, then bisects; the returned end always satisfies ``ok``
-    (or is 0).
+    Doubles from ``start`` (> 0) until ``ok`` fails, then bisects (at most 200 evaluations) with
+    :func:`dpkit._math.bisection.bisect_monotone` on the lower side of "``ok`` fails": the returned end
+    always satisfies ``ok`` (or is 0), so a budget built on it is never larger than certified.
     """
     lo, hi = 0.0, start
     while ok(hi):
         lo, hi = hi, 2.0 * hi
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid == 0.0 or ok(mid):
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= rtol * hi:
-            break
-    return lo
+    return bisect_monotone(lambda x: not ok(x), lo, hi, side="lower", rtol=rtol, max_iter=200)
 
 
 # ---- budgets: the largest limit whose conversion is certified to meet (eps_B, delta) -------------------

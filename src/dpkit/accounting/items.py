@@ -40,6 +40,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
+from dpkit._math import check_count
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP, RenyiDP, WassersteinDP
 
@@ -566,9 +567,7 @@ def combine(parts: Sequence[tuple[PrivacyItem, int]], *, label: str, event: dict
     for item, count in parts:
         if not isinstance(item, PrivacyItem):
             item = as_item(item)
-        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
-            raise InvalidArgumentError(f"count must be an integer >= 1; got {count!r}.")
-        k = float(count)
+        k = float(check_count("count", count))
         eps = _sum_up(eps, _times_up(k, item.epsilon)) if math.isfinite(item.epsilon) else math.inf
         rho = _sum_up(rho, _times_up(k, item.rho)) if math.isfinite(item.rho) else math.inf
         mu2 = (_sum_up(mu2, _times_up(k, _times_up(item.mu, item.mu))) if math.isfinite(item.mu)

@@ -43,7 +43,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from dpkit._math import Estimate, check_delta, check_epsilon
+from dpkit._math import Estimate, check_count, check_delta, check_epsilon
 from dpkit.accounting.items import ORDERS, PrivacyItem, as_item
 from dpkit.errors import InvalidArgumentError, UnsupportedError
 
@@ -196,9 +196,7 @@ class AccountingState:
     def add(self, item: object, count: int = 1) -> AccountingState:
         """A new state with ``count`` more uses of ``item``; this one is unchanged.  O(1) in the history."""
         it = as_item(item)
-        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
-            raise InvalidArgumentError(f"count must be an integer >= 1; got {count!r}.")
-        k = int(count)
+        k = check_count("count", count)
         log = self._log
         if len(log) != self._n:  # adding to an older snapshot: copy its prefix (the log is append-only)
             log = log[: self._n]
