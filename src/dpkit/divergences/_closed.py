@@ -673,8 +673,12 @@ class _DGTable:
             a.flags.writeable = False
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=2)
 def _dg_table(d: int, sigma: float, log_norm: float) -> _DGTable:
+    """The table of one pair, cached for the repeated sums at one sigma (an epsilon or delta search).
+
+    Two tables at most: one holds up to 2e7 atoms in six arrays (about 1 GB), and a calibration that
+    bisects sigma builds a new table at every step (64 cached tables reached 13 GB in one Gaussian query)."""
     return _DGTable(d, sigma, log_norm)
 
 

@@ -51,6 +51,7 @@ Lemma 3.2; epsilon tanh(epsilon/2) for pure DP, Steinke 2024 Thm 5) is <= rho_p,
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -385,8 +386,13 @@ def gaussian_selection_threshold(sigma: float, k: int, delta: float) -> tuple[in
     return 1 + m, math.exp(math.log(k) + log_tail(m)) * (1.0 + 1e-12)
 
 
+@functools.lru_cache(maxsize=128)
 def gaussian_for_vector(l2: float, epsilon: float, delta: float, dimension: int) -> Gaussian:
     """The grid-safe Gaussian for a ``dimension``-vector with l2 sensitivity ``l2`` meeting (epsilon, delta).
+
+    Cached: a function of public parameters only, and one query asks for it several times (plan, charge,
+    scale, release); each calibration is a bisection over exact discrete-Gaussian sums, seconds at small
+    delta.
 
     For one value the analytic calibration on the exact discrete profile is used.  For vectors the
     mechanism's guarantee comes from zCDP (CKS 2020, Thm 14 and Cor 13), so sigma is found by
@@ -399,7 +405,7 @@ def gaussian_for_vector(l2: float, epsilon: float, delta: float, dimension: int)
     def ok(sigma: float) -> bool:
         return float(Gaussian(sensitivity=l2, sigma=sigma, dimension=dimension).approx_dp(delta).epsilon) <= epsilon
 
-    hi = bisect_sigma(ok, Gaussian(sensitivity=l2, epsilon=epsilon, delta=delta).sigma)
+    hi = bisect_sigma(ok, gaussian_for_vector(l2, epsilon, delta, 1).sigma)
     return Gaussian(sensitivity=l2, sigma=hi, dimension=dimension)
 
 
