@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dpkit._math.bisection import bisect_monotone
 from dpkit.accounting._pld_tilted import (Cumulants, Factor, Tilted, _exact_moments, compose_tilted, solve_increasing,
                                           saddle_lambda)
+from dpkit.accounting._tilted_blocks import laplace_block, wants_block
 from dpkit.accounting._tilted_laws import LawSpec
 
 Parts = Sequence[tuple[LawSpec, int]]
@@ -217,9 +218,20 @@ def _compose_at(parts: Parts, fine: dict[bool, list[tuple[Factor, int]]], lam: f
     if True in which:
         out[True] = compose_tilted(fine[True], lam, center=e_star, log_delta=log_delta, lam_min=lam_min)
     if False in which:
-        opt = [(spec.factors(g, cut[1], k_total, (False,), lam_lo=cut[0])[False], k) for spec, k in parts]
+        opt = [_optimistic(spec, k, g, lam, cut, k_total) for spec, k in parts]
         out[False] = compose_tilted(opt, lam, center=e_star, log_delta=log_delta, lam_min=lam_min)
     return out
+
+
+def _optimistic(spec: LawSpec, k: int, g: float, lam: float, cut: tuple[float, float],
+                k_total: int) -> tuple[Factor, int]:
+    """The optimistic factor of ``k`` copies of a law: a Laplace law off the grid as one block composed on its
+    own aligned grid first (:mod:`dpkit.accounting._tilted_blocks`: one rounding down per law, not per copy)."""
+    if wants_block(spec, k, g):
+        block = laplace_block(spec, k, g, lam, cut[0], cut[1], k_total)
+        if block is not None:
+            return block, 1
+    return spec.factors(g, cut[1], k_total, (False,), lam_lo=cut[0])[False], k
 
 
 def _approx_root(t: Tilted, log_delta: float) -> float:

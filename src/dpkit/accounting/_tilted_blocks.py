@@ -1,0 +1,138 @@
+r"""The optimistic factor of k copies of one Laplace law, composed on the law's own grid first.
+
+Why.  The optimistic (lower) discretisation of a law whose loss has atoms off the grid has to round each
+atom down (:mod:`dpkit.accounting._pld_discretize`): a Laplace law has atoms of P-mass 1/2 and e^{-t}/2 at
++-t, so each copy lowers the composed loss by up to half a cell, an error of the *first* order that
+composition adds up.  With one Laplace law the grid is aligned to its atoms (:func:`dpkit.accounting.
+_tilted_solve._grid`); with many distinct ones it cannot be, and 200 Laplace laws repeated 10^3 times beside
+Gaussians left the certified interval 2.5e-3 of epsilon wide (the pessimistic end, connect-the-dots, keeps
+the mean and is of the second order; only the lower end was off).
+
+The block.  For a Laplace law with t = D/b and a count k:
+
+1. its optimistic factor on the grid g_t = t / 2^p (p the smallest with g_t <= the composition's grid g), on
+   which both atoms lie exactly (t / 2^p is exact in binary floating point, and so is 2^p g_t = t), so that
+   the discretisation is of the second order and rounds nothing down;
+2. the exact k-fold convolution of that factor is bounded from below, point by point, by a tilted FFT of
+   one window (tilt lambda: the composition's): the computed vector minus its rounding error (the l2 bound
+   of :func:`dpkit.accounting._pld_tilted.compose_tilted`, Higham 2002, *Accuracy and Stability of
+   Numerical Algorithms*, §24.1, amplified by k through the power as there) and minus everything that can
+   wrap onto the window (the tilted mass outside it, by Chernoff bounds on the factor's own tilted moments),
+   divided by the tilt weights' relative error; the mass outside the window is left out;
+3. every mass is then moved *down* onto the composition's grid (floor(s / g)).
+
+Each step can only lower the hockey-stick curve R(t) = E_P[(t - e^{-L})_+] of the law (leaving mass out
+lowers it; moving a loss down raises e^{-L}; Meiser & Mohammadi 2018, Thm 6, for rounding down), so the
+block is dominated by the k-fold composition of the exact Laplace law, up to the rounding of the factor's
+cell masses, which enters the tilted accountant as k eta, exactly as k separate copies of the factor would.
+The error in epsilon is now that of one rounding down per *law*, not per copy: 10^3 times smaller.
+
+Hand-written because no library composes privacy-loss laws with certified lower bounds.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import fft as sp_fft
+
+from dpkit.accounting._pld_tilted import _FFT_C, _U, Factor, _lse
+from dpkit.accounting._tilted_laws import LawSpec
+
+#: ln of the tilted mass the window may leave out on each side (its top and bottom are set by Chernoff bounds)
+_WINDOW_LOG = 60.0
+#: the smallest count for which the block pays (one copy is discretised directly)
+_MIN_COUNT = 2
+
+
+def aligned(spec: LawSpec, grid: float) -> bool:
+    """Is the grid aligned to the Laplace atoms +-t (t an integer multiple of the grid)?"""
+    r = spec.mu / grid
+    return abs(r - round(r)) <= 1e-9 * max(1.0, r)
+
+
+def wants_block(spec: LawSpec, k: int, grid: float) -> bool:
+    """A Laplace law repeated, on a grid not aligned to its atoms."""
+    return spec.kind == "laplace" and k >= _MIN_COUNT and not aligned(spec, grid)
+
+
+def laplace_block(spec: LawSpec, k: int, grid: float, lam: float, lam_lo: float, lam_hi: float,
+                  k_total: int) -> Factor | None:
+    """The optimistic factor of ``k`` copies of the Laplace law ``spec`` on ``grid`` (module docstring), for a
+    composition tilted at about ``lam``; None where the law's own factor is not exact enough to use (mass put
+    back by its hull step, which only an error term could pay for)."""
+    t = float(spec.mu)
+    p = max(0, math.ceil(math.log2(t / grid)))
+    while t / 2.0**p > grid:
+        p += 1
+    g_t = math.ldexp(t, -p)  # exact
+    f = spec.factors(g_t, lam_hi, k_total, (False,), lam_lo=lam_lo)[False]
+    if f.nu is not None and np.any(f.nu > 0):
+        return None
+    with np.errstate(divide="ignore"):
+        lm = np.log(f.mass)
+    losses = f.losses
+    theta = max(float(lam), 0.0)
+    a = lm + theta * losses
+    c = _lse(a)
+    w = np.exp(a - c)  # the tilted factor, total 1 up to rounding
+    mu = float(np.dot(w, losses))
+    var = float(np.dot(w, (losses - mu) ** 2))
+    sd = math.sqrt(k * var) if var > 0 else g_t
+    center = k * mu
+    lo_s, hi_s = k * f.offset, k * (f.offset + f.mass.size - 1)  # the support, in g_t units
+    # the window: where Chernoff bounds on the tilted k-fold law put less than e^{-_WINDOW_LOG} outside (a
+    # lumpy law near its largest loss, large tilts, has a lower tail far heavier than a normal one's)
+    thetas = [x / sd for x in (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)]
+    a_lo = max((-_WINDOW_LOG - k * (_lse(lm + (theta - d) * losses) - c)) / d for d in thetas)
+    a_hi = min((_WINDOW_LOG + k * (_lse(lm + (theta + d) * losses) - c)) / d for d in thetas)
+    lo_i = max(math.floor(min(a_lo, center - 8.0 * sd) / g_t), lo_s)
+    hi_i = min(math.ceil(max(a_hi, center + 8.0 * sd) / g_t), hi_s)
+    size = sp_fft.next_fast_len(hi_i - lo_i + 1, real=True)
+    hi_i = lo_i + size - 1
+    # ---- the circular k-fold convolution of the tilted factor on the window (as compose_tilted does it)
+    idx = (f.offset + np.arange(w.size)) % size
+    folded = np.bincount(idx, weights=w, minlength=size)
+    fold_err = (w.size / size + 1.0) * _U if w.size > size else 0.0
+    z = sp_fft.rfft(folded)
+    with np.errstate(divide="ignore", invalid="ignore", under="ignore", over="ignore"):
+        mod = np.abs(z)
+        powered = np.exp(k * np.log(mod)) * np.exp(1j * (k * np.angle(z)))
+    powered[mod == 0] = 0.0
+    circ = sp_fft.irfft(powered, size)
+    out = np.roll(circ, -(lo_i % size))
+    log_n = math.log2(max(size, 2))
+    a2 = math.sqrt(float(np.dot(w, w)))
+    r2 = math.sqrt(float(np.dot(out, out))) * (1.0 + 1e-6)
+    err2 = k * (_FFT_C * log_n * _U + fold_err) * a2 + (math.pi * k + 7.0 + _FFT_C * log_n) * _U * r2
+    # ---- what wraps onto the window: the tilted k-fold mass above hi_i g_t and below lo_i g_t (Chernoff at a
+    # few tilts theta' around 1 / sd; K(theta') = k (ln M(theta + theta') - c))
+    top, bottom = hi_i * g_t, lo_i * g_t
+    log_wrap = []
+    if hi_i < hi_s:
+        log_wrap.append(min(k * (_lse(lm + (theta + d) * losses) - c) - d * top for d in thetas))
+    if lo_i > lo_s:
+        log_wrap.append(min(k * (_lse(lm + (theta - d) * losses) - c) + d * bottom for d in thetas))
+    wrap = math.exp(min(_lse(np.array(log_wrap)), 0.0)) * (1.0 + 1e-9) if log_wrap else 0.0
+    low = out - (err2 + wrap)
+    # tilt weights: each w_j to a relative (2 theta |l_j| + |c| + 8) u, so the k-fold product to (1 + r)^k;
+    # untilting e^{k c - theta s}: relative (2 theta |s| + 2 k |c| + 16) u
+    r_w = (2.0 * theta * float(np.max(np.abs(losses))) + abs(c) + 8.0) * _U
+    s_max = max(abs(lo_i), abs(hi_i)) * g_t
+    shrink = math.exp(-(k * r_w + (2.0 * theta * s_max + 2.0 * k * abs(c) + 16.0) * _U) * 1.01)
+    keep = low > 0
+    if not keep.any():
+        return None
+    j = np.nonzero(keep)[0]
+    s = (lo_i + j) * g_t  # each to a relative u
+    with np.errstate(under="ignore"):
+        m = np.exp(np.log(low[j]) + k * c - theta * s) * shrink
+    # ---- down onto the composition's grid: index floor(s / g), lowered by 1e-9 of a cell (s / g is off by a
+    # few ulps; a point nearer a grid line than that goes one cell down, which is allowed)
+    x = s / grid
+    cell = np.floor(x - 1e-9 * np.maximum(1.0, np.abs(x))).astype(np.int64)
+    off = int(cell[0])
+    mass = np.bincount(cell - off, weights=m)
+    return Factor(grid=float(grid), offset=off, mass=mass, infinity_mass=0.0, pessimistic=False,
+                  eta=k * f.eta, nu=None, log_tail=None, max_loss=k * t, lam_max=math.inf)

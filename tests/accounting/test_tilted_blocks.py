@@ -1,0 +1,150 @@
+"""Laplace laws composed off their grid (:mod:`dpkit.accounting._tilted_blocks`): the certified interval
+contains the exact epsilon(delta), computed independently with mpmath, and is of the second order where
+rounding each copy's atoms down was of the first.
+
+The reference.  With b = 1 and shift t, the Laplace loss is +t with P-mass 1/2, -t with P-mass e^{-t}/2,
+and has density e^{(l - t)/2} / 4 on (-t, t).  A composition is a mixture over which copies take which
+part; n continuous parts with ranges [-t_i, t_i] have the density prod_i (e^{-t_i/2} / 4) e^{s/2} A(s),
+A the (n-1)-volume of the slice {x in the box: sum x = s}, by inclusion-exclusion over the box's corners
+A(s) = sum_J (-1)^{|J|} (s + sum_i t_i - 2 sum_{i in J} t_i)_+^{n-1} / (n-1)!.  delta(eps) is the mixture's
+E[(1 - e^{eps - S})_+], integrated by mpmath between the density's breakpoints at 30 digits.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import mpmath as mp
+import pytest
+
+from dpkit.accounting import _tilted_solve
+from dpkit.accounting._tilted_blocks import aligned, laplace_block, wants_block
+from dpkit.accounting._tilted_laws import LawSpec
+
+mp.mp.dps = 30
+
+
+def _slice_volume(s, ts):  # type: ignore[no-untyped-def]
+    n = len(ts)
+    total = mp.mpf(0)
+    for J in itertools.product((0, 1), repeat=n):
+        x = s + sum(ts) - 2 * sum(t for t, j in zip(ts, J) if j)
+        if x > 0:
+            total += (-1) ** sum(J) * x ** (n - 1) / mp.factorial(n - 1)
+    return total
+
+
+def exact_delta(eps: float, ts: list[float]) -> mp.mpf:
+    """delta(eps) of the composition of Laplace shifts ts (each once; repeat a value to repeat a law)."""
+    eps = mp.mpf(eps)
+    tm = [mp.mpf(t) for t in ts]
+    total = mp.mpf(0)
+    for config in itertools.product((1, -1, 0), repeat=len(tm)):
+        w, shift, cont = mp.mpf(1), mp.mpf(0), []
+        for c, t in zip(config, tm):
+            if c == 1:
+                w, shift = w / 2, shift + t
+            elif c == -1:
+                w, shift = w * mp.exp(-t) / 2, shift - t
+            else:
+                w, _ = w * mp.exp(-t / 2) / 4, cont.append(t)
+        if not cont:
+            total += w * max(mp.mpf(0), 1 - mp.exp(eps - shift))
+            continue
+        lo, hi = -sum(cont), sum(cont)
+        cut = eps - shift  # the integrand vanishes below it
+        if cut >= hi:
+            continue
+        breaks = sorted({lo, hi, max(lo, cut)} | {lo + 2 * sum(sub) for r in range(len(cont) + 1)
+                                                  for sub in itertools.combinations(cont, r)})
+        breaks = [b for b in breaks if max(lo, cut) <= b <= hi]
+        f = lambda s: (1 - mp.exp(cut - s)) * mp.exp(s / 2) * _slice_volume(s, cont)  # noqa: E731
+        total += w * mp.quad(f, breaks)
+    return total
+
+
+def exact_delta_repeated(eps: float, t: float, k: int) -> mp.mpf:
+    """delta(eps) of k copies of one Laplace shift t: the mixture grouped by how many copies take each part
+    (multinomial weights), the slice volume of the cube [-t, t]^n by its n + 1 corner classes."""
+    eps, t = mp.mpf(eps), mp.mpf(t)
+    total = mp.mpf(0)
+    for a in range(k + 1):
+        for b in range(k + 1 - a):
+            n = k - a - b
+            w = (mp.factorial(k) / (mp.factorial(a) * mp.factorial(b) * mp.factorial(n))
+                 * mp.mpf(2) ** -a * (mp.exp(-t) / 2) ** b * (mp.exp(-t / 2) / 4) ** n)
+            shift = (a - b) * t
+            if n == 0:
+                total += w * max(mp.mpf(0), 1 - mp.exp(eps - shift))
+                continue
+            cut = eps - shift
+            if cut >= n * t:
+                continue
+
+            def f(s, n=n, cut=cut):  # type: ignore[no-untyped-def]
+                vol = mp.fsum((-1) ** j * mp.binomial(n, j) * (s + n * t - 2 * j * t) ** (n - 1)
+                              for j in range(n + 1) if s + n * t - 2 * j * t > 0) / mp.factorial(n - 1)
+                return (1 - mp.exp(cut - s)) * mp.exp(s / 2) * vol
+
+            breaks = sorted({max(-n * t, cut)} | {-n * t + 2 * j * t for j in range(n + 1)})
+            total += w * mp.quad(f, [x for x in breaks if x >= max(-n * t, cut)])
+    return total
+
+
+def test_reference_matches_the_single_laplace_closed_form() -> None:
+    # one Laplace: delta(eps) = 1 - e^{(eps - t)/2} for 0 <= eps <= t (the hockey-stick of the Laplace pair)
+    t = 0.7
+    for eps in (0.0, 0.2, 0.5):
+        assert abs(exact_delta(eps, [t]) - (1 - mp.exp((eps - t) / 2))) < mp.mpf(10) ** -30
+
+
+@pytest.mark.parametrize("laws", [[(0.3, 3)], [(0.31, 2), (0.47, 2)]])
+def test_off_grid_interval_contains_the_exact_epsilon(laws: list[tuple[float, int]]) -> None:
+    delta = 1e-3
+    ts = [t for t, k in laws for _ in range(k)]
+    parts = [(LawSpec("laplace", t), k) for t, k in laws]
+    grid = 0.3 / 997.3  # aligned to none of the atoms
+    assert all(wants_block(s, k, grid) for s, k in parts)
+    _tilted_solve.clear_caches()
+    lower, upper = _tilted_solve.epsilon_bounds([parts], delta, grid=grid)
+    assert exact_delta(lower, ts) >= delta >= exact_delta(upper, ts), (lower, upper)  # lower <= truth <= upper
+    # one rounding down per law: the lower end is within about a cell per law of the truth
+    assert exact_delta(lower + 1.5 * grid * len(laws), ts) <= delta
+
+
+def test_repeated_reference_agrees_with_the_general_one() -> None:
+    for eps in (0.1, 0.6):
+        assert abs(exact_delta_repeated(eps, 0.3, 3) - exact_delta(eps, [0.3] * 3)) < mp.mpf(10) ** -25
+
+
+def test_many_copies_off_grid_lose_one_rounding_not_k() -> None:
+    """k = 12 copies of t = 0.3 on a grid aligned to nothing: rounding each copy's atoms down put the lower
+    end several cells below the truth; the block loses at most about one cell.  (Checked on delta, which
+    decreases in eps: lower <= truth iff delta(lower) >= delta.)"""
+    t, k, delta = 0.3, 12, 1e-4
+    grid = t / 611.3
+    _tilted_solve.clear_caches()
+    lower, upper = _tilted_solve.epsilon_bounds([[(LawSpec("laplace", t), k)]], delta, grid=grid)
+    assert exact_delta_repeated(lower, t, k) >= delta >= exact_delta_repeated(upper, t, k), (lower, upper)
+    assert exact_delta_repeated(lower + 1.5 * grid, t, k) <= delta, "the lower end is more than 1.5 cells low"
+    assert exact_delta_repeated(upper - 1.5 * grid, t, k) >= delta, "the upper end is more than 1.5 cells high"
+
+
+def test_block_is_below_the_exact_composition_pointwise() -> None:
+    """The block's delta(eps) (its own hockey-stick) never exceeds the exact k-fold composition's."""
+    spec, k, grid = LawSpec("laplace", 0.4), 3, 0.4 / 613.7
+    block = laplace_block(spec, k, grid, 0.5, 0.2, 0.6, k)
+    assert block is not None and not block.pessimistic
+    losses, mass = block.losses, block.mass
+    for eps in (0.0, 0.1, 0.3, 0.6, 0.9):
+        d_block = math.fsum(float(m) * -math.expm1(eps - l) for l, m in zip(losses, mass) if l > eps)
+        assert d_block <= float(exact_delta(eps, [0.4] * k)) * (1 + 1e-12)
+        assert d_block >= float(exact_delta(eps, [0.4] * k)) - 0.01  # and close to it
+
+
+def test_alignment_rule() -> None:
+    spec = LawSpec("laplace", 0.5)
+    assert aligned(spec, 0.5 / 64) and not aligned(spec, 0.5 / 63.5)
+    assert not wants_block(spec, 1, 0.5 / 63.5)  # one copy: discretised directly
+    assert not wants_block(LawSpec("remove", 1.0, 0.01), 100, 0.001)
