@@ -59,7 +59,10 @@ def exact_delta(eps: float, ts: list[float]) -> mp.mpf:
         breaks = sorted({lo, hi, max(lo, cut)} | {lo + 2 * sum(sub) for r in range(len(cont) + 1)
                                                   for sub in itertools.combinations(cont, r)})
         breaks = [b for b in breaks if max(lo, cut) <= b <= hi]
-        f = lambda s: (1 - mp.exp(cut - s)) * mp.exp(s / 2) * _slice_volume(s, cont)  # noqa: E731
+
+        def f(s, cut=cut, cont=cont):  # type: ignore[no-untyped-def]
+            return (1 - mp.exp(cut - s)) * mp.exp(s / 2) * _slice_volume(s, cont)
+
         total += w * mp.quad(f, breaks)
     return total
 
@@ -138,7 +141,7 @@ def test_block_is_below_the_exact_composition_pointwise() -> None:
     assert block is not None and not block.pessimistic
     losses, mass = block.losses, block.mass
     for eps in (0.0, 0.1, 0.3, 0.6, 0.9):
-        d_block = math.fsum(float(m) * -math.expm1(eps - l) for l, m in zip(losses, mass) if l > eps)
+        d_block = math.fsum(float(m) * -math.expm1(eps - x) for x, m in zip(losses, mass) if x > eps)
         assert d_block <= float(exact_delta(eps, [0.4] * k)) * (1 + 1e-12)
         assert d_block >= float(exact_delta(eps, [0.4] * k)) - 0.01  # and close to it
 
