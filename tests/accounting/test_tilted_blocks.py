@@ -7,7 +7,8 @@ and has density e^{(l - t)/2} / 4 on (-t, t).  A composition is a mixture over w
 part; n continuous parts with ranges [-t_i, t_i] have the density prod_i (e^{-t_i/2} / 4) e^{s/2} A(s),
 A the (n-1)-volume of the slice {x in the box: sum x = s}, by inclusion-exclusion over the box's corners
 A(s) = sum_J (-1)^{|J|} (s + sum_i t_i - 2 sum_{i in J} t_i)_+^{n-1} / (n-1)!.  delta(eps) is the mixture's
-E[(1 - e^{eps - S})_+], integrated by mpmath between the density's breakpoints at 30 digits (mpmath.workdps, leaving the global precision alone).
+E[(1 - e^{eps - S})_+], integrated by mpmath between the density's breakpoints at 30 digits
+(mpmath.workdps, leaving the global precision alone).
 """
 
 from __future__ import annotations
