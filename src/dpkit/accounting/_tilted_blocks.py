@@ -133,6 +133,6 @@ def laplace_block(spec: LawSpec, k: int, grid: float, lam: float, lam_lo: float,
     x = s / grid
     cell = np.floor(x - 1e-9 * np.maximum(1.0, np.abs(x))).astype(np.int64)
     off = int(cell[0])
-    mass = np.bincount(cell - off, weights=m)
+    mass = np.asarray(np.bincount(cell - off, weights=m), dtype=np.float64)
     return Factor(grid=float(grid), offset=off, mass=mass, infinity_mass=0.0, pessimistic=False,
                   eta=k * f.eta, nu=None, log_tail=None, max_loss=k * t, lam_max=math.inf)
