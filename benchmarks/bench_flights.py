@@ -768,10 +768,11 @@ def main() -> int:
                              "Tumult error", "OpenDP error", "dpkit time", "dpkit cold", "Tumult time", "OpenDP time",
                              "verdict"], rows_out)]
     if baseline is not None and baseline.get("ok"):
-        md += ["", f"## Before and after: dpkit from `{args.baseline_src}` (before) and this checkout (after), same run", "",
-               f"dpkit imported from `{ours['result'].get('__dpkit_file__')}` (after) and "
-               f"`{baseline['result'].get('__dpkit_file__')}` (before); {args.repeats} answers each; the peer's from the "
-               "table above. Verdicts on the peer's columns, as above.", ""]
+        after_file, before_file = ours["result"].get("__dpkit_file__"), baseline["result"].get("__dpkit_file__")
+        md += ["", f"## Before and after: dpkit from `{args.baseline_src}` (before) and this checkout (after), "
+               "same run", "",
+               f"dpkit imported from `{after_file}` (after) and `{before_file}` (before); {args.repeats} answers "
+               "each; the peer's from the table above. Verdicts on the peer's columns, as above.", ""]
         ba_rows = []
         for name, _q, _kw in FC.CASES:
             if (args.only and name not in args.only) or name not in baseline["result"]:
@@ -792,7 +793,7 @@ def main() -> int:
             row.append(_fmt_err(perr) if perr else "—")
             if perr:
                 cols = set(pq_["columns"])
-                for label, res in (("before", baseline), ("after", ours)):
+                for res in (baseline, ours):
                     verdicts = []
                     for variant in ("report", "no_report"):
                         v = res["result"][name][variant]

@@ -80,10 +80,12 @@ def test_position_inside_a_long_run_is_uniform_and_exact() -> None:
 def _dense(h: np.ndarray, q: float, extreme: str | None) -> np.ndarray:
     below = np.concatenate([[0.0], np.cumsum(h)])
     if extreme == "min":
-        return -below[:-1] - (h <= 0.0)
-    if extreme == "max":
-        return -(below[-1] - below[1:]) - (h <= 0.0)
-    return -np.abs(below - q * below[-1])
+        out = -below[:-1] - (h <= 0.0)
+    elif extreme == "max":
+        out = -(below[-1] - below[1:]) - (h <= 0.0)
+    else:
+        out = -np.abs(below - q * below[-1])
+    return np.asarray(out, dtype=np.float64)
 
 
 @pytest.mark.parametrize("extreme,q", [(None, 0.5), (None, 0.9), (None, 0.0), ("min", 0.0), ("max", 1.0)])

@@ -100,7 +100,8 @@ def _lengths(lengths: ArrayLike, n: int) -> NDArray[np.int64]:
         raw = np.asarray(lengths)
     except (TypeError, ValueError):  # pragma: no cover - asarray takes almost anything
         raise ArgumentTypeError("lengths must be a 1-D array of integers.") from None
-    if raw.dtype.kind not in "iu" and not (raw.dtype.kind == "f" and np.all(np.isfinite(raw)) and np.all(raw == np.floor(raw))):
+    whole_floats = raw.dtype.kind == "f" and bool(np.all(np.isfinite(raw)) and np.all(raw == np.floor(raw)))
+    if raw.dtype.kind not in "iu" and not whole_floats:
         raise ArgumentTypeError(f"lengths must be integers (one run length per utility); got dtype {raw.dtype}.")
     if raw.shape != (n,):
         raise InvalidArgumentError(f"lengths must have one entry per utility ({n}); got shape {raw.shape}.")
