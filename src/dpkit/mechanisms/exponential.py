@@ -439,8 +439,9 @@ class Exponential(_Selection):
         :math:`\Delta_u`.  The run boundaries may depend on the data: they are not released, only the
         expanded index (McSherry & Talwar 2007, Thm 6; Dwork & Roth 2014, Thm 3.10).  Cost: O(number of
         runs), not O(W), which is what makes a fine grid of candidates affordable (Smith 2011, STOC,
-        "Privacy-preserving statistical estimation with optimal convergence rates", sec. 3: the exponential
-        mechanism for quantiles over the intervals between sorted data points).
+        "Privacy-preserving statistical estimation with optimal convergence rates", uses the exponential mechanism
+        for quantiles over the intervals between sorted data points, weighted by their lengths: on a public grid
+        this is that mechanism with each interval's length counted in grid candidates).
 
         Parameters
         ----------
