@@ -98,6 +98,8 @@ for name, q, kw in CASES:
             "columns": list(r.columns), "key_columns": list(r.key_columns),
             "split": {k: list(v) for k, v in r.split.items()}}
     out[name] = rec
+import dpkit
+out["__dpkit_file__"] = dpkit.__file__
 RESULT = out
 s.close()
 """
@@ -631,6 +633,9 @@ def main() -> int:
                     help="a peer starts no new query after this many seconds (the rest: 'not run')")
     ap.add_argument("--warm-each", action="store_true", help="an untimed warm-up call of every peer query "
                     "(default: of the first query only)")
+    ap.add_argument("--baseline-src", default=None,
+                    help="also run dpkit from this source folder (e.g. another checkout's src/) in the same run, and "
+                         "add a before/after table beside the peers")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     if FC.data_dir() is None:
@@ -652,6 +657,9 @@ def main() -> int:
         return res
 
     jobs: dict[str, Any] = {"dpkit": lambda: run(DPKIT, "dpkit", args.repeats)}
+    if args.baseline_src:
+        base_code = f"import sys\nsys.path.insert(0, {str(Path(args.baseline_src).resolve())!r})\n" + DPKIT
+        jobs["dpkit baseline"] = lambda: run(base_code, "dpkit baseline", args.repeats)
     if "opendp" not in args.skip:
         jobs["OpenDP"] = lambda: run(OPENDP + RUNNER, "OpenDP", peer_reps)
     if "tumult" not in args.skip:
@@ -669,6 +677,9 @@ def main() -> int:
     ours = done.pop("dpkit")
     if not ours.get("ok"):
         return 1
+    baseline = done.pop("dpkit baseline", None)
+    print(f"   dpkit imported from {ours['result'].get('__dpkit_file__')}"
+          + (f"; baseline from {(baseline.get('result') or {}).get('__dpkit_file__')}" if baseline else ""), flush=True)
     peers: dict[str, dict[str, Any]] = done
 
     rows_out, per_query = [], {}
@@ -756,6 +767,47 @@ def main() -> int:
            H.markdown_table(["query", "true answer (unbounded)", "dpkit error", "dpkit error, no bounding report",
                              "Tumult error", "OpenDP error", "dpkit time", "dpkit cold", "Tumult time", "OpenDP time",
                              "verdict"], rows_out)]
+    if baseline is not None and baseline.get("ok"):
+        after_file, before_file = ours["result"].get("__dpkit_file__"), baseline["result"].get("__dpkit_file__")
+        md += ["", f"## Before and after: dpkit from `{args.baseline_src}` (before) and this checkout (after), "
+               "same run", "",
+               f"dpkit imported from `{after_file}` (after) and `{before_file}` (before); {args.repeats} answers "
+               "each; the peer's from the table above. Verdicts on the peer's columns, as above.", ""]
+        ba_rows = []
+        for name, _q, _kw in FC.CASES:
+            if (args.only and name not in args.only) or name not in baseline["result"]:
+                continue
+            tr = truths[name]
+            keys = ours["result"][name]["report"]["key_columns"]
+            row = [name]
+            cell: dict[str, Any] = {}
+            for label, res in (("before", baseline), ("after", ours)):
+                for variant in ("report", "no_report"):
+                    v = res["result"][name][variant]
+                    cell[(label, variant)] = summarize([answer_error({"columns": v["columns"], "rows": a}, tr, keys)[0]
+                                                        for a in v["answers"]])
+                    row.append(_fmt_err(cell[(label, variant)]))
+                row.append(H.fmt_time(res["result"][name]["report"]["median_s"]))
+            pq_ = per_query[name]["peers"].get("Tumult", {})
+            perr = pq_.get("error") if isinstance(pq_.get("error"), dict) else None
+            row.append(_fmt_err(perr) if perr else "—")
+            if perr:
+                cols = set(pq_["columns"])
+                for res in (baseline, ours):
+                    verdicts = []
+                    for variant in ("report", "no_report"):
+                        v = res["result"][name][variant]
+                        mine_ = summarize([answer_error({"columns": v["columns"], "rows": a}, tr, keys, only=cols)[0]
+                                           for a in v["answers"]])
+                        verdicts.append(compare(mine_, perr))
+                    row.append(f"{verdicts[0]} ({verdicts[1]} without the report)")
+            else:
+                row += ["—", "—"]
+            per_query[name]["dpkit_before"] = {f"{lab}_{var}": c for (lab, var), c in cell.items()}
+            ba_rows.append(row)
+        md.append(H.markdown_table(["query", "before", "before, no report", "before time", "after", "after, no report",
+                                    "after time", "Tumult", "before vs Tumult", "after vs Tumult"],
+                                   ba_rows))
     markdown = "\n".join(md)
     data_out = {"parallel": args.parallel, "repeats": args.repeats, "peer_repeats": peer_reps, "epsilon": EPSILON, "queries": per_query,
                 "summary": {"dpkit_median_time_s": med_t, "verdicts": counts, "verdicts_no_report": counts_nr,

@@ -356,6 +356,9 @@ BACKEND_QUERIES = [  # (query, plan keyword arguments): K binds, public keys, no
      dict(epsilon=1.0, bounds={"x": (-2.0, 4.0)}, max_partitions=3, max_rows=3, keys={"k": ["a", "c", "zz", None]})),
     ("SELECT COUNT(*) AS n, MEDIAN(x) AS med, STDDEV(x) AS sd FROM t",
      dict(epsilon=1.0, bounds={"x": (-1.0, 12.0)}, max_rows=4, quantile_buckets=64)),
+    # the default quantile grid (2**20 buckets): every engine computes the same fine bucket of each value
+    ("SELECT k, MIN(x) AS lo, MEDIAN(x) AS med FROM t GROUP BY k",
+     dict(epsilon=1.0, delta=1e-6, bounds={"x": (0.0, 10.0)}, max_partitions=2, max_rows=2)),
 ]
 
 

@@ -146,13 +146,18 @@ def test_charge_unchanged_and_every_release_accounted(open_session: Callable[...
         assert item.epsilon == pytest.approx(per_partition, rel=1e-12)
 
     released: list[float] = []
-    real = Exponential.release
+    real, real_runs = Exponential.release, Exponential.release_runs
 
     def spy(self: Exponential, utilities: Any, **kwargs: Any) -> Any:
         released.append(float(self.epsilon))
         return real(self, utilities, **kwargs)
 
+    def spy_runs(self: Exponential, utilities: Any, lengths: Any, **kwargs: Any) -> Any:  # the point releases
+        released.append(float(self.epsilon))
+        return real_runs(self, utilities, lengths, **kwargs)
+
     monkeypatch.setattr(Exponential, "release", spy)
+    monkeypatch.setattr(Exponential, "release_runs", spy_runs)
     before = s.remaining()
     r = s.sql(query, rng=insecure_seeded(5), quantile_intervals=True, **kw)
     spent = float(before.epsilon) - float(s.remaining().epsilon)

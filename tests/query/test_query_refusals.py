@@ -351,10 +351,11 @@ def test_grouping_by_the_parenthesised_privacy_unit_is_refused(session: Session)
                    delta=1e-6)
 
 
-def test_quantile_buckets_too_many_for_memory_are_refused_by_the_plan(session: Session) -> None:
-    """The quantile histograms are arrays of quantile_buckets floats built after the spend: a size that would
-    exhaust memory there is a failure no row causes, so the plan refuses it and nothing is spent."""
+def test_quantile_buckets_too_many_for_the_sampler_are_refused_by_the_plan(session: Session) -> None:
+    """The exponential mechanism's quantile_buckets + 1 candidate edges must total at most 2**30 for the exact
+    run sampler (built after the spend, where a failure would be charged though no row caused it), so the plan
+    refuses a larger grid and nothing is spent."""
     before = _state(session)
     with pytest.raises(InvalidArgumentError, match="quantile_buckets"):
-        session.sql("SELECT MEDIAN(x) AS m FROM t", epsilon=0.5, bounds={"x": (0, 10)}, quantile_buckets=10**9)
+        session.sql("SELECT MEDIAN(x) AS m FROM t", epsilon=0.5, bounds={"x": (0, 10)}, quantile_buckets=2**30)
     assert _state(session) == before

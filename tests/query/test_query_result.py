@@ -202,3 +202,25 @@ def test_public_keys_of_another_type_match_or_are_refused(open_session, column: 
         assert s.ledger.history() == ()
     else:
         assert [row[1] for row in r.rows] == [50, 50]
+
+
+def test_the_default_grid_resolves_data_far_narrower_than_its_bounds(open_session) -> None:  # noqa: ANN001
+    """Bounds (0, 10^6) around data in [100, 101]: 1024 buckets (width ~977) can only answer 0 or ~977, while
+    the default grid of 2**20 buckets (width ~0.95) puts the median within a few buckets of the truth, at the
+    same epsilon, with the same exponential mechanism (the runs sampler makes the fine grid cost O(occupied
+    buckets)); MIN lands on the fine grid below the data."""
+    rng = np.random.default_rng(8)
+    df = pd.DataFrame({"uid": np.arange(2000), "x": rng.uniform(100.0, 101.0, 2000)})
+    s = open_session(df, budget=PureDP(100.0))
+    kw = dict(epsilon=1.0, bounds={"x": (0.0, 1e6)}, max_rows=1)
+    q = "SELECT MEDIAN(x) AS med, MIN(x) AS lo FROM t"  # (MAX: ~10^6 empty buckets above the data outweigh it)
+    fine = s.sql(q, rng=insecure_seeded(3), **kw)
+    coarse = s.sql(q, rng=insecure_seeded(3), quantile_buckets=1024, **kw)
+    width = 1e6 / 2**20
+    med, lo = fine.rows[0]
+    assert abs(med - np.median(df.x)) <= 4 * width
+    assert 0.0 <= lo <= 101.0 and (lo / width) == pytest.approx(round(lo / width), abs=1e-6)
+    assert fine.details["quantiles"]["med"]["bucket_width"] == pytest.approx(width)
+    # on 1024 buckets every edge is below or above all the data (all tie on rank): no answer within 100 of it
+    assert all(abs(v - 100.5) >= 100.0 and (v / (1e6 / 1024)) == pytest.approx(round(v / (1e6 / 1024)), abs=1e-6)
+               for v in coarse.rows[0])

@@ -31,32 +31,27 @@ from dpkit.query._result import (_distinct_values, _partition_index, _partition_
 from dpkit.random import insecure_seeded
 
 
-def _reference_quantiles(plan: Any, m: Any, partitions: list[tuple[Any, ...]], hists: dict[int, Any], rng: Any,
-                         level: float) -> tuple[np.ndarray, np.ndarray]:
-    """The row-by-row code the vectorised ``_quantiles`` replaced (a dict of histograms, one release a row)."""
+def _reference_utilities(plan: Any, m: Any, partitions: list[tuple[Any, ...]],
+                         hists: dict[int, Any]) -> list[np.ndarray]:
+    """The row-by-row code the vectorised ``_quantiles`` replaced (a dict of dense histograms keyed by
+    ``_sort_key``): each partition's full utility vector over the grid's edges (MIN/MAX: buckets)."""
     v = plan.values[m.aggregate]
     b, nk = plan.compiled.buckets, plan.compiled.key_count
     table: dict[tuple[Any, ...], np.ndarray] = {}
     for row in hists[v.index]:
         h = table.setdefault(_sort_key(tuple(row[:nk])), np.zeros(b))
         h[int(row[nk])] += float(row[nk + 1])
-    mech = m.mechanism(len(partitions))
-    out, gaps = np.zeros(len(partitions)), np.zeros(len(partitions))
-    edges = v.lo + (v.hi - v.lo) * np.arange(b + 1) / b
-    for i, key in enumerate(partitions):
+    out = []
+    for key in partitions:
         h = table.get(_sort_key(key), np.zeros(b))
         below = np.concatenate([[0.0], np.cumsum(h)])
         if m.extreme == "min":
-            util = -below[:-1] - (h <= 0.0)
+            out.append(-below[:-1] - (h <= 0.0))
         elif m.extreme == "max":
-            util = -(below[-1] - below[1:]) - (h <= 0.0)
+            out.append(-(below[-1] - below[1:]) - (h <= 0.0))
         else:
-            util = -np.abs(below - m.q * below[-1])
-        rel = mech.release(util, rng=rng, confidence=level)
-        j = int(rel.value)
-        out[i] = edges[j + 1] if m.extreme == "max" else edges[j]
-        gaps[i] = float(rel.details.get("utility_gap_bound", np.nan))
-    return out, gaps
+            out.append(-np.abs(below - m.q * below[-1]))
+    return out
 
 
 def _table(con: duckdb.DuckDBPyConnection) -> None:
@@ -74,6 +69,7 @@ def _table(con: duckdb.DuckDBPyConnection) -> None:
     con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?)", rows)
 
 
+
 @pytest.fixture
 def session(tmp_path: Any) -> Any:
     con = duckdb.connect()
@@ -87,9 +83,14 @@ def session(tmp_path: Any) -> Any:
 
 
 @pytest.mark.parametrize("keys", ["f", "f, s", "s, d", "ts", "d, f"])
-def test_quantiles_match_the_row_by_row_reference(session: Any, keys: str) -> None:
+def test_quantiles_match_the_row_by_row_reference(session: Any, keys: str, monkeypatch: Any) -> None:
+    """Each released partition's exponential mechanism sees, as runs of equal utility, exactly the dense utility
+    vector of the row-by-row reference (``np.repeat(utilities, lengths)`` equal bit for bit), so its law is the
+    reference's; and its value is the grid edge of the index drawn."""
+    from dpkit.mechanisms import Exponential
+
     q = f"SELECT {keys}, MEDIAN(x) AS med, MIN(x) AS lo, MAX(x) AS hi, QUANTILE(x, 0.9) AS p9 FROM t GROUP BY {keys}"
-    plan = session.plan(q, epsilon=20.0, delta=1e-6, bounds={"x": (0.0, 100.0)})
+    plan = session.plan(q, epsilon=20.0, delta=1e-6, bounds={"x": (0.0, 100.0)}, quantile_buckets=256)
     b = session._backend
     raw = b.fetch_arrow(plan.compiled.sql(b.dialect))
     nk = plan.compiled.key_count
@@ -101,15 +102,30 @@ def test_quantiles_match_the_row_by_row_reference(session: Any, keys: str) -> No
     assert g > 3 and all(len(rows) > g for rows in tuples.values())
     measured = [m for m in plan.split.measurements if m.noise == "exponential"]
     assert len(measured) == 4
+    seen: list[tuple[np.ndarray, np.ndarray, int]] = []
+    real = Exponential.release_runs
+
+    def spy(self: Any, utilities: Any, lengths: Any, **kwargs: Any) -> Any:
+        rel = real(self, utilities, lengths, **kwargs)
+        seen.append((np.asarray(utilities, dtype=float), np.asarray(lengths), int(rel.value)))
+        return rel
+
+    monkeypatch.setattr(Exponential, "release_runs", spy)
     # the engine sums doubles in parallel, so two runs of a histogram statement may differ in the last bits: the
     # Arrow answer's reference is made from its own rows
     as_rows = {i: list(zip(*[c.to_pylist() for c in t.columns])) for i, t in arrow.items()}
+    width = 100.0 / 256
     for k, m in enumerate(measured):
         for hists, rows in ((tuples, tuples), (arrow, as_rows)):
-            want = _reference_quantiles(plan, m, partitions, rows, insecure_seeded(k), 0.95)
+            want = _reference_utilities(plan, m, partitions, rows)
+            seen.clear()
             got = _quantiles(plan, m, key_cols, g, hists, insecure_seeded(k), 0.95)
-            np.testing.assert_array_equal(got[0], want[0])
-            np.testing.assert_array_equal(got[1], want[1])
+            assert len(seen) == g
+            for (u, lengths, j), dense, value in zip(seen, want, got[0]):
+                np.testing.assert_array_equal(np.repeat(u, lengths), dense)
+                assert value == (j + 1 if m.extreme == "max" else j) * width
+            bound = m.mechanism(g).utility_gap_bound(256 if m.extreme else 257, 0.95)
+            np.testing.assert_allclose(got[1], bound, rtol=1e-12)
 
 
 def test_partition_index_is_sort_key_equality() -> None:

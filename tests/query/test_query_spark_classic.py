@@ -41,7 +41,7 @@ def spark() -> Any:
 
 def test_spark_classic_gives_the_same_raw_aggregates_as_duckdb(spark: Any, tmp_path: Path) -> None:
     assert type(spark).__module__ == "pyspark.sql.session"  # classic, not Connect
-    check_engines_agree(spark, tmp_path, queries=(0, 1, 2), csv_queries=(0,))
+    check_engines_agree(spark, tmp_path, queries=(0, 1, 2, 3), csv_queries=(0,))
 
 
 def test_spark_classic_end_to_end(spark: Any, tmp_path: Path) -> None:

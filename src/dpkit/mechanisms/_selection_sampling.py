@@ -60,7 +60,7 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import NDArray
 
-from dpkit.errors import NumericalAccuracyError
+from dpkit.errors import InvalidArgumentError, NumericalAccuracyError
 from dpkit.random import bernoulli_exp
 from dpkit.random.exact import LazyUniform, bernoulli_exp_exact, exp_neg_enclosure, floor_scaled
 from dpkit.random.exact import bernoulli_exp_vector
@@ -71,6 +71,7 @@ _LOG2E_DOWN = 1.4426950408889634 * (1.0 - 2.0**-40)  # below log2(e), with room 
 _LN2_UP = 0.6931471805599454  # the float just above ln 2
 _HUGE = 2.0**60  # gaps above this are split off as Bernoulli(e^-HUGE) (see _flip)
 _WORD = 1 << 64
+MAX_MULTIPLICITY = 1 << 30  # total weight of run-length candidates: keeps the proposal's sums below 2**62
 
 
 # ---------------------------------------------------------------------------------------------
@@ -117,14 +118,35 @@ class _Gaps:
 # ---------------------------------------------------------------------------------------------
 # exact samplers
 # ---------------------------------------------------------------------------------------------
-def _sample_softmax(gaps: _Gaps, size: int, rng: np.random.Generator) -> NDArray[np.int64]:
-    r"""``size`` exact draws from :math:`P(i) \propto e^{-\gamma_i}` (module docstring)."""
+def _sample_softmax(gaps: _Gaps, size: int, rng: np.random.Generator,
+                    multiplicities: NDArray[np.int64] | None = None) -> NDArray[np.int64]:
+    r"""``size`` exact draws from :math:`P(i) \propto w_i e^{-\gamma_i}` (module docstring), with
+    :math:`w_i` = ``multiplicities[i]`` (integers >= 1, summing to at most :data:`MAX_MULTIPLICITY`; all 1
+    when None).
+
+    With multiplicities the proposal weight of candidate ``i`` is :math:`w_i 2^{C - m_i}`, an exact
+    integer, with :math:`C = \lceil\log_2 W\rceil + 2` for the total :math:`W = \sum_i w_i`; the
+    acceptance probability :math:`e^{-\gamma_i} 2^{m_i}` is unchanged, so the accepted index has law
+    :math:`\propto w_i e^{-\gamma_i}`: the exponential mechanism over :math:`W` candidates given as
+    runs of equal utility (the caller draws the member of the run).  Capped candidates hold at most
+    :math:`W \le 2^{C}/4` of the proposal's weight against at least :math:`2^C` for the top one, so a
+    proposal is accepted with probability at least 1/5.
+    """
     n = gaps.n
-    cap = max(1, (n - 1).bit_length()) + 2  # 2**cap >= 4n, so capped weights hold <= 1/4 of the mass
+    if multiplicities is None:
+        weight_total = n
+    else:
+        weight_total = int(np.sum(multiplicities, dtype=np.int64))
+        if multiplicities.shape != (n,) or int(np.min(multiplicities)) < 1 or weight_total > MAX_MULTIPLICITY:
+            raise InvalidArgumentError(  # pragma: no cover - callers validate (Exponential.release_runs)
+                f"multiplicities must be {n} integers >= 1 summing to at most 2**30.")
+    cap = max(1, (weight_total - 1).bit_length()) + 2  # 2**cap >= 4W: capped weights hold <= 1/4 of the mass
     clipped = np.minimum(gaps.hat, 4.0 * cap)  # lowering gamma only lowers m: still certified
     m = np.clip(np.floor(clipped * _LOG2E_DOWN) - 1.0, 0.0, float(cap)).astype(np.int64)
     # 2**m <= e**gamma: floor(gamma_hat log2(e) (1 - 2**-40)) - 1 <= gamma log2(e) (error bound of _Gaps)
-    cumulative = np.cumsum(np.left_shift(np.int64(1), cap - m))
+    base = np.left_shift(np.int64(1), cap - m)
+    # W <= 2**30 and 2**cap <= 8 W: every partial sum is at most W 2**cap <= 2**63 / 2, exact in int64
+    cumulative = np.cumsum(base if multiplicities is None else base * multiplicities.astype(np.int64))
     total = int(cumulative[-1])
 
     thresholds = np.zeros(n, dtype=np.uint64)  # floor(2**64 e^-gamma 2**m), where known

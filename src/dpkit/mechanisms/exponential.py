@@ -47,7 +47,7 @@ from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedErr
 from dpkit.guarantees import ApproxDP, PrivacyProfile, PureDP, RenyiDP, ZCDP
 from dpkit.guarantees.conversions import pure_to_profile, pure_to_rdp, pure_to_zcdp
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, check_confidence
-from dpkit.mechanisms._selection_sampling import _Gaps, _sample_permute_and_flip, _sample_softmax
+from dpkit.mechanisms._selection_sampling import MAX_MULTIPLICITY, _Gaps, _sample_permute_and_flip, _sample_softmax
 from dpkit.mechanisms.bounded_range import _br_delta, _br_profile, _br_rdp, _br_zcdp
 from dpkit.mechanisms.bounded_range import bounded_range_delta, bounded_range_epsilon, bounded_range_pair
 from dpkit.random import is_insecure
@@ -92,6 +92,22 @@ def _utilities(utilities: ArrayLike, name: str = "utilities") -> NDArray[np.floa
             "utilities first."
         )
     return arr
+
+
+def _lengths(lengths: ArrayLike, n: int) -> NDArray[np.int64]:
+    """Run lengths: ``n`` integers >= 1 summing to at most 2**30, or a clear error."""
+    try:
+        raw = np.asarray(lengths)
+    except (TypeError, ValueError):  # pragma: no cover - asarray takes almost anything
+        raise ArgumentTypeError("lengths must be a 1-D array of integers.") from None
+    whole_floats = raw.dtype.kind == "f" and bool(np.all(np.isfinite(raw)) and np.all(raw == np.floor(raw)))
+    if raw.dtype.kind not in "iu" and not whole_floats:
+        raise ArgumentTypeError(f"lengths must be integers (one run length per utility); got dtype {raw.dtype}.")
+    if raw.shape != (n,):
+        raise InvalidArgumentError(f"lengths must have one entry per utility ({n}); got shape {raw.shape}.")
+    if np.any(raw < 1) or float(np.sum(raw, dtype=np.float64)) > MAX_MULTIPLICITY:
+        raise InvalidArgumentError("lengths must each be >= 1 and sum to at most 2**30.")
+    return raw.astype(np.int64)
 
 
 def _check_noise(noise: object) -> Noise:
@@ -405,6 +421,73 @@ class Exponential(_Selection):
     def __init__(self, *, sensitivity: float, epsilon: float | None = None, scale: float | None = None,
                  monotonic: bool = False) -> None:
         self._init(sensitivity, epsilon, scale, monotonic)
+
+    # ---- candidates given as runs of equal utility -----------------------------------------------
+    def release_runs(self, utilities: ArrayLike, lengths: ArrayLike, *, rng: np.random.Generator | None = None,
+                     confidence: float = 0.95) -> Release:
+        r"""The exponential mechanism over :math:`W = \sum_i \ell_i` candidates given as runs: candidates
+        :math:`\ell_0 + \dots + \ell_{i-1}` to :math:`\ell_0 + \dots + \ell_i - 1` all have utility
+        ``utilities[i]``.  Returns the chosen candidate's index in ``0 .. W - 1``.
+
+        The law is exactly that of ``release(np.repeat(utilities, lengths))``: the run is drawn with
+        probability :math:`\propto \ell_i e^{c u_i}` by the exact rejection sampler with integer
+        multiplicities (:func:`~dpkit.mechanisms._selection_sampling._sample_softmax`), then the member of
+        the run uniformly (``Generator.integers``: exact for integer ranges).  By the chain rule the index
+        has probability :math:`\ell_i e^{c u_i} / Z \cdot 1/\ell_i = e^{c u_i} / Z`, the mechanism's law
+        over the expanded candidates, so the guarantee is the one of :meth:`pure_dp` whenever the expanded
+        candidate set is public and every expanded candidate's utility has sensitivity
+        :math:`\Delta_u`.  The run boundaries may depend on the data: they are not released, only the
+        expanded index (McSherry & Talwar 2007, Thm 6; Dwork & Roth 2014, Thm 3.10).  Cost: O(number of
+        runs), not O(W), which is what makes a fine grid of candidates affordable (Smith 2011, STOC,
+        "Privacy-preserving statistical estimation with optimal convergence rates", uses the exponential mechanism
+        for quantiles over the intervals between sorted data points, weighted by their lengths: on a public grid
+        this is that mechanism with each interval's length counted in grid candidates).
+
+        Parameters
+        ----------
+        utilities : array_like of float, 1-D, finite, non-empty
+        lengths : array_like of int, same length, each >= 1, sum at most 2**30
+        rng : numpy.random.Generator, optional
+        confidence : float, in (0, 1)
+            Level of ``details["utility_gap_bound"]`` (over the W expanded candidates).
+
+        Returns
+        -------
+        Release
+            ``values``: the expanded index (0-d int64).  ``details``: ``candidates`` (W) and
+            ``utility_gap_bound``.
+        """
+        u = _utilities(utilities)
+        ell = _lengths(lengths, u.size)
+        c = check_confidence(confidence)
+        gen = check_rng(rng)
+        index = self._draw_runs(u, ell, 1, gen)[0]
+        total = int(ell.sum())
+        return Release(
+            values=np.asarray(index, dtype=np.int64),
+            scale=self.scale,
+            confidence=c,
+            interval=(np.asarray(0.0), np.asarray(float(total - 1))),
+            guarantee=self.guarantee,
+            mechanism=self.name,
+            insecure=is_insecure(gen),
+            details={"candidates": total, "utility_gap_bound": self.utility_gap_bound(total, c)},
+        )
+
+    def sample_runs(self, utilities: ArrayLike, lengths: ArrayLike, size: int, *,
+                    rng: np.random.Generator | None = None) -> NDArray[np.int64]:
+        """``size`` independent draws of :meth:`release_runs` (for tests and simulation; each is a release)."""
+        u = _utilities(utilities)
+        ell = _lengths(lengths, u.size)
+        n = check_count("size", size, minimum=0)
+        return self._draw_runs(u, ell, n, check_rng(rng))
+
+    def _draw_runs(self, u: NDArray[np.float64], ell: NDArray[np.int64], size: int,
+                   rng: np.random.Generator) -> NDArray[np.int64]:
+        runs = _sample_softmax(_Gaps(u, self._coefficient), size, rng, multiplicities=ell)
+        starts = np.concatenate([[0], np.cumsum(ell)[:-1]]).astype(np.int64)
+        offsets = rng.integers(0, ell[runs]) if size else np.zeros(0, dtype=np.int64)  # exact uniform integers
+        return np.asarray(starts[runs] + offsets, dtype=np.int64)
 
     @property
     def bounded_range(self) -> float:

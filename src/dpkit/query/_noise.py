@@ -24,6 +24,9 @@ meets the delta share.
 Quantiles use the exponential mechanism over the ``buckets + 1`` edges of a histogram of the
 clamped values (Smith 2011 / Dwork & Roth 2014 sec. 3.4 in spirit) with utility
 -|rank(edge) - q N|; adding a unit moves rank - qN by at most max(q, 1 - q) L, its sensitivity.
+The grid is fine (``quantile_buckets``, default 2**20) and sampled as runs of equal utility
+(``Exponential.release_runs``: the law over every edge, at a cost in occupied buckets; see
+``dpkit.query._result._quantiles``).
 MIN and MAX choose among the ``buckets`` buckets with utility -(weight below the bucket) - [bucket
 empty] (MAX: weight above): the first non-empty bucket scores 0 and every other at most -1 (the rank
 utility of q = 0 would tie every edge below the minimum); adding a unit moves the weight by at most

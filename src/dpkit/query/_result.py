@@ -602,50 +602,110 @@ def _hist_columns(rows: Any, nk: int) -> tuple[list[Any], np.ndarray, np.ndarray
 
 def _quantiles(plan: QueryPlan, m: Any, keys: list[Any], g: int, hists: dict[int, Any],
                rng: Any, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """One exponential-mechanism release per released partition, over its histogram's ``buckets + 1`` edges;
-    returns the values, their rank-error bounds, and the interval ends (NaN unless ``m.ends``: then
-    :func:`_quantile_ends`, one or two more releases per partition, from the same generator).
+    """One exponential-mechanism release per released partition over the ``buckets + 1`` edges of its grid
+    (MIN/MAX: its ``buckets`` buckets); returns the values, their rank-error bounds, and the interval ends (NaN
+    unless ``m.ends``: then :func:`_quantile_ends`, one or two more releases per partition on the coarser
+    :func:`ends_buckets` grid, from the same generator).
 
-    The histograms are built as arrays (a block of partitions at a time, each row the partition's weighted
-    bucket counts); the releases stay one call per partition, the mechanism's exact sampler.
+    The grid is fine (``quantile_buckets``, default 2**20) and the engine returns only the occupied buckets,
+    so each partition's candidates are handed to the sampler as runs of equal utility (:func:`_runs`): the
+    edges between two occupied buckets all have the same rank.  ``Exponential.release_runs`` draws the run
+    with probability proportional to its length times e^(utility / scale), exactly, then the edge inside it
+    uniformly: the law of the exponential mechanism over every edge of the grid, at a cost in the number of
+    occupied buckets (the continuous exponential mechanism of Smith 2011 restricted to a public grid).  The
+    output is a grid edge, a function of the released index alone: no float produced from the data values
+    (such as a uniform draw between two data points) is ever released.
     """
     v = plan.values[m.aggregate]
     b = plan.compiled.buckets
     nk = plan.compiled.key_count
     hist_keys, bucket, weight = _hist_columns(hists[v.index], nk)
     part = _partition_index(keys, g, hist_keys, bucket.size) if bucket.size else np.zeros(0, dtype=np.int64)
-    keep = part >= 0
+    keep = (part >= 0) & (weight > 0.0)
     part, bucket, weight = part[keep], bucket[keep], weight[keep]
-    by_part = np.argsort(part, kind="stable")  # rows of one partition together, in their fetch order
-    part, bucket, weight = part[by_part], bucket[by_part], weight[by_part]
+    order = np.lexsort((bucket, part))  # by partition, then bucket (a bucket comes back once per partition)
+    part, bucket, weight = part[order], bucket[order], weight[order]
+    if part.size:  # merge repeated (partition, bucket) rows, should an engine return any
+        new = np.ones(part.size, dtype=bool)
+        new[1:] = (part[1:] != part[:-1]) | (bucket[1:] != bucket[:-1])
+        first = np.flatnonzero(new)
+        part, bucket, weight = part[first], bucket[first], np.add.reduceat(weight, first)
+    bounds = np.searchsorted(part, np.arange(g + 1))
     mech = m.mechanism(g)
     out, gaps = np.zeros(g), np.zeros(g)
     ends_lo, ends_hi = np.full(g, np.nan), np.full(g, np.nan)
     assert v.lo is not None and v.hi is not None
-    edges = v.lo + (v.hi - v.lo) * np.arange(b + 1) / b
-    shift = _rank_shift(m, b, level) if m.ends else 0.0
-    block = max(1, (1 << 21) // max(b, 1))  # partitions a block: a (block x buckets) array of about 16 MB
-    for start in range(0, g, block):
-        stop = min(g, start + block)
-        lo_row, hi_row = np.searchsorted(part, [start, stop])
-        h = np.zeros((stop - start, b))
-        np.add.at(h, (part[lo_row:hi_row] - start, bucket[lo_row:hi_row]), weight[lo_row:hi_row])
-        below = np.concatenate([np.zeros((stop - start, 1)), np.cumsum(h, axis=1)], axis=1)
-        if m.extreme == "min":  # buckets: the first non-empty one scores 0, every other at most -1
-            util = -below[:, :-1] - (h <= 0.0)
-        elif m.extreme == "max":
-            util = -(below[:, -1:] - below[:, 1:]) - (h <= 0.0)
-        else:
-            util = -np.abs(below - m.q * below[:, -1:])
-        for r in range(stop - start):
-            rel = mech.release(util[r], rng=rng, confidence=level)
-            j = int(rel.value)
-            i = start + r
-            out[i] = edges[j + 1] if m.extreme == "max" else edges[j]  # MIN: its bucket's low edge; MAX: high edge
-            gaps[i] = float(rel.details.get("utility_gap_bound", np.nan))
-            if m.ends:
-                ends_lo[i], ends_hi[i] = _quantile_ends(m, below[r], edges, shift, rng, level)
+    lo, span = float(v.lo), float(v.hi) - float(v.lo)
+    be = ends_buckets(b)
+    shift = _rank_shift(m, be, level) if m.ends else 0.0
+    edges_e = lo + span * np.arange(be + 1) / be if m.ends else np.zeros(0)
+    for i in range(g):
+        bk, h = bucket[bounds[i]:bounds[i + 1]], weight[bounds[i]:bounds[i + 1]]
+        util, lengths = _runs(bk, h, b, m.q, m.extreme)
+        rel = mech.release_runs(util, lengths, rng=rng, confidence=level)
+        j = int(rel.value)
+        out[i] = lo + span * (j + 1 if m.extreme == "max" else j) / b  # MIN: its bucket's low edge; MAX: high edge
+        gaps[i] = float(rel.details.get("utility_gap_bound", np.nan))
+        if m.ends:
+            coarse = np.bincount(bk // (b // be), weights=h, minlength=be) if bk.size else np.zeros(be)
+            below = np.concatenate([[0.0], np.cumsum(coarse)])
+            ends_lo[i], ends_hi[i] = _quantile_ends(m, below, edges_e, shift, rng, level)
     return out, gaps, ends_lo, ends_hi
+
+
+# the interval ends' grid: the point's grid coarsened to this many buckets where it divides evenly (an end's
+# rank shift grows with the log of its candidates, its value error with the bucket width: 1024 balances them)
+ENDS_BUCKETS = 1024
+
+
+def ends_buckets(buckets: int) -> int:
+    """The number of buckets of the interval ends' grid: :data:`ENDS_BUCKETS` when it divides ``buckets``
+    (each coarse bucket the union of ``buckets // 1024`` fine ones), else ``buckets`` itself."""
+    return ENDS_BUCKETS if buckets > ENDS_BUCKETS and buckets % ENDS_BUCKETS == 0 else buckets
+
+
+def _runs(bk: np.ndarray, h: np.ndarray, b: int, q: float, extreme: str | None) -> tuple[np.ndarray, np.ndarray]:
+    r"""One partition's candidates as runs of equal utility: (utilities, lengths).
+
+    ``bk`` are the partition's occupied buckets in increasing order (``h`` their weights, > 0) on a grid of
+    ``b`` buckets; ``B_k`` = the weight below occupied bucket k (cumulative, ``B_0`` = 0), N the total.
+
+    * quantile q: the candidates are the ``b + 1`` edges, utility -|below(e) - q N|; below(e) is constant on
+      the edges from one occupied bucket's high edge to the next one's low edge, so the runs are
+      [0, bk_0], [bk_0 + 1, bk_1], ..., [bk_last + 1, b], with below 0, B_1, ..., N.
+    * MIN: the candidates are the ``b`` buckets, utility -(weight below the bucket) - [bucket empty]; each run
+      of empty buckets before occupied bucket k scores -B_k - 1, the bucket itself -B_k, the empty buckets
+      after the last one -N - 1.  MAX: -(weight above) - [empty], mirrored.
+
+    The utilities are the same floats as the dense vector's (the cumulative sums add the same numbers in the
+    same order; empty buckets add 0.0 exactly), so on the same grid the law is the dense mechanism's.
+    """
+    r = int(bk.size)
+    cum = np.cumsum(h) if r else np.zeros(0)
+    n_tot = float(cum[-1]) if r else 0.0
+    below = np.concatenate([[0.0], cum])  # below[k] = weight below occupied bucket k (k = 0..r)
+    if extreme is None:
+        lengths = np.empty(r + 1, dtype=np.int64)
+        if r:
+            lengths[0] = int(bk[0]) + 1
+            lengths[1:r] = np.diff(bk)
+            lengths[r] = b - int(bk[-1])
+        else:
+            lengths[0] = b + 1
+        return -np.abs(below - q * n_tot), lengths
+    gaps_before = np.diff(np.concatenate([[-1], bk])) - 1 if r else np.zeros(0, dtype=np.int64)
+    tail = b - 1 - int(bk[-1]) if r else b
+    if extreme == "min":
+        occupied, empty_before, empty_tail = -below[:-1], -below[:-1] - 1.0, -n_tot - 1.0
+    else:
+        occupied, empty_before, empty_tail = -(n_tot - below[1:]), -(n_tot - below[:-1]) - 1.0, -1.0
+    util = np.empty(2 * r + 1)
+    lengths = np.empty(2 * r + 1, dtype=np.int64)
+    util[0:2 * r:2], lengths[0:2 * r:2] = empty_before, gaps_before
+    util[1:2 * r:2], lengths[1:2 * r:2] = occupied, 1
+    util[2 * r], lengths[2 * r] = empty_tail, tail
+    nonzero = lengths > 0
+    return util[nonzero], lengths[nonzero]
 
 
 def _rank_shift(m: Any, buckets: int, level: float) -> float:
@@ -660,7 +720,8 @@ def _rank_shift(m: Any, buckets: int, level: float) -> float:
 
 
 def _ends_note(plan: QueryPlan, m: Any, level: float) -> dict[str, Any]:
-    return {"confidence": level, "rank_shift": _rank_shift(m, plan.compiled.buckets, level),
+    return {"confidence": level, "rank_shift": _rank_shift(m, ends_buckets(plan.compiled.buckets), level),
+            "ends_buckets": ends_buckets(plan.compiled.buckets),
             "epsilon_point": m.point_epsilon, "epsilon_each_end": m.end_epsilon, "ends_released": m.ends,
             "note": "value interval for the true quantile of the bounded data: exponential-mechanism quantiles at "
                     "ranks q n -+ rank_shift, inside the aggregate's epsilon"

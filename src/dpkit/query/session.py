@@ -72,6 +72,10 @@ from dpkit.query._sql import parse_sql, validate_spec
 
 __all__ = ["DataDependentFailure", "QueryPlan", "Session"]
 
+# quantiles: the default grid (2**20 buckets of [lo, hi]) and the largest (the sampler's runs sum to <= 2**30)
+QUANTILE_BUCKETS = 1 << 20
+QUANTILE_BUCKETS_MAX = (1 << 30) - 1
+
 Guarantee = PureDP | ApproxDP | ZCDP | GaussianDP  # a query's cost, in its ledger budget's family
 
 REPORT_SHARE = 0.05  # the bounding report's default share of a query's epsilon
@@ -335,7 +339,7 @@ class Session:
              bounds: dict[str, tuple[float, float]] | None = None, max_partitions: int | None = None,
              max_rows: int | None = None,
              keys: Any = None, noise: str | None = None, split: dict[str, float] | None = None,
-             quantile_buckets: int = 1024, dialect: str = "duckdb", partition_order: str = "hash",
+             quantile_buckets: int = QUANTILE_BUCKETS, dialect: str = "duckdb", partition_order: str = "hash",
              selection: str | None = None, bounding_report: bool = True,
              accuracy: dict[str, float] | None = None, confidence: float = 0.95,
              rho: float | None = None, quantile_intervals: bool = False) -> QueryPlan:
@@ -367,9 +371,10 @@ class Session:
         dl = _check_budget_number("delta", delta, allow_zero=True)
         if dl >= 1.0:
             raise InvalidArgumentError(f"delta must be < 1; got {delta!r}.")
-        # at most 10^6: each released partition's histogram and candidate edges are arrays of that length,
-        # built after the spend, where running out of memory would charge a failure no row caused
-        buckets = _check_int("quantile_buckets", quantile_buckets, most=10**6)
+        # at most 2**30 - 1: the exponential mechanism's b + 1 candidate edges are handed to the exact sampler as
+        # runs whose lengths must sum to at most 2**30 (memory is O(occupied buckets), never O(b): see
+        # _result._quantiles), so a larger grid is refused here, before the spend
+        buckets = _check_int("quantile_buckets", quantile_buckets, most=QUANTILE_BUCKETS_MAX)
         if not isinstance(quantile_intervals, bool):
             raise ArgumentTypeError(f"quantile_intervals must be True or False; got {quantile_intervals!r}.")
         if noise is None:  # Gaussian noise where the cost is zCDP; Laplace (pure, or (eps, delta)) otherwise
@@ -870,7 +875,7 @@ class Session:
             bounds: dict[str, tuple[float, float]] | None = None, max_partitions: int | None = None,
             max_rows: int | None = None,
             keys: Any = None, noise: str | None = None, split: dict[str, float] | None = None,
-            quantile_buckets: int = 1024, confidence: float = 0.95, rng: np.random.Generator | None = None,
+            quantile_buckets: int = QUANTILE_BUCKETS, confidence: float = 0.95, rng: np.random.Generator | None = None,
             dialect: str = "duckdb", partition_order: str = "hash", selection: str | None = None,
             bounding_report: bool = True, accuracy: dict[str, float] | None = None,
             progress: Callable[[str], None] | None = None, debug_timings: bool = False,
@@ -923,8 +928,13 @@ class Session:
         split : dict, optional
             Shares of the budget by output name (and "partition_selection"), summing to 1; equal
             by default.  ``plan(...)`` shows the split before anything runs.
-        quantile_buckets : int
-            Resolution of quantiles: candidates are the bucket edges of [lo, hi] (at most 10^6 buckets).
+        quantile_buckets : int, default 2**20
+            Resolution of quantiles (MEDIAN, QUANTILE_CONT, MIN, MAX): the candidates are the edges of this many
+            equal buckets of [lo, hi] (at most 2**30 - 1), so a released quantile is a multiple of
+            (hi - lo) / quantile_buckets above lo.  The engine returns only the occupied buckets and the exact
+            sampler takes the empty stretches as runs, so a fine grid costs no more than a coarse one (close to
+            the continuous exponential mechanism of Smith 2011, on a public grid).  Interval ends
+            (``quantile_intervals``) use the grid coarsened to 1024 buckets where that divides it evenly.
         confidence : float
             Level of the intervals.
         rng : numpy Generator, optional
