@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -112,3 +114,27 @@ def test_window_threshold_keeps_what_the_list_threshold_kept(k: int, order: str)
     replaced, with distinct order values and under many ties (every unit's values tied, or a few)."""
     rows = _table(seed=200 + k, units=1500, keys=60)
     assert _kept(threshold_ranking(k), order, rows) == _kept(_list_threshold(k), order, rows)
+
+
+# ---- public keys matched with '=' where none is NULL (issue 16) -----------------------------------------------
+
+@pytest.mark.parametrize("public", [["a", "b"], ["a", None], [None]])
+def test_public_keys_match_null_only_where_a_key_is_null(open_session: Any, public: list[Any]) -> None:
+    """A key column of the public keys without NULL is joined with ``=`` (the plain hash join), one with a NULL
+    with ``IS NOT DISTINCT FROM``: either way the data's NULL key is counted exactly where NULL is a public key,
+    and otherwise never takes one of a unit's ``max_partitions`` (the reference drops it before bounding)."""
+    from query_reference import assert_totals_equal, contributions, engine_totals, to_arrow, totals
+
+    table = {"uid": [1, 1, 1, 2, 2, 3, 4, 4], "k": [None, "a", "b", None, None, "b", "a", None]}
+    s = open_session(to_arrow(table))
+    plan = s.plan("SELECT k, COUNT(*) AS n FROM t GROUP BY k", epsilon=1.0, keys={"k": public},
+                  max_partitions=5, max_rows=5)
+    sql = plan.sql
+    if None in public:
+        assert "IS NOT DISTINCT FROM __pk.c0" in sql
+    else:
+        assert "IS NOT DISTINCT FROM __pk" not in sql and "= __pk.c0" in sql
+    got = engine_totals(plan, s._backend.fetch(sql))
+    want = totals(contributions(table, unit="uid", keys=["k"], max_rows=5, public=[(k,) for k in public]))
+    assert_totals_equal(got, want, ("units", "rows"))
+    assert len(s._backend.fetch(sql)) == len(public)  # one row per public key, zeros included

@@ -40,6 +40,18 @@ class PublicKeys:
     _fetch: Any = field(repr=False, compare=False)
     _cache: list[Any] = field(default_factory=list, repr=False, compare=False)
     _source: Any = field(default=None, repr=False, compare=False)  # (names, types, keys, dialect) it was built from
+    # per key column: whether some public key is NULL there (public: read from the keys' table, never the data);
+    # a column without NULL is matched with ``=`` (an engine's plain hash join), one with NULL with
+    # ``IS NOT DISTINCT FROM`` (NULL matching NULL); empty where unknown (every column then as if it had NULL)
+    nullable: tuple[bool, ...] = ()
+
+    def match(self, i: int, left: str, right: str) -> str:
+        """SQL matching key column ``i``: ``left = right`` where no public key is NULL in that column (the
+        same rows as ``IS NOT DISTINCT FROM``: a NULL on the data side matches no key either way), else
+        ``left IS NOT DISTINCT FROM right``."""
+        if i < len(self.nullable) and not self.nullable[i]:
+            return f"{left} = {right}"
+        return f"{left} IS NOT DISTINCT FROM {right}"
 
     def __len__(self) -> int:
         return self.count
@@ -130,11 +142,13 @@ def build(backend: Backend, names: list[str], types: list[str], keys: Any, *, di
     group = ", ".join(f"c{i}" for i in range(width))
     backend.create_temp(relation, f"SELECT MIN(__idx) AS __idx, {group} FROM (SELECT __idx, {cast} FROM "
                                   f"({source}) AS s) AS c GROUP BY {group}")
-    count = int(backend.fetch(f"SELECT COUNT(*) FROM {relation}")[0][0])
+    nulls = ", ".join(f"COUNT(*) - COUNT(c{i})" for i in range(width))
+    counts = backend.fetch(f"SELECT COUNT(*), {nulls} FROM {relation}")[0]
+    count = int(counts[0])
     if count == 0:
         raise InvalidArgumentError("the list of public keys is empty.")
     made = PublicKeys(relation=relation, count=count, width=width, _fetch=backend.fetch_arrow,
-                      _source=(names, types, keys, dialect))
+                      _source=(names, types, keys, dialect), nullable=tuple(int(c) > 0 for c in counts[1:]))
     made_here[relation] = made
     return made
 
