@@ -138,3 +138,46 @@ def test_public_keys_match_null_only_where_a_key_is_null(open_session: Any, publ
     want = totals(contributions(table, unit="uid", keys=["k"], max_rows=5, public=[(k,) for k in public]))
     assert_totals_equal(got, want, ("units", "rows"))
     assert len(s._backend.fetch(sql)) == len(public)  # one row per public key, zeros included
+
+
+# ---- the release order confirmed in O(n) when the engine sorted integer keys (issue 16) ---------------------
+
+@pytest.mark.parametrize("seed", range(6))
+def test_release_order_of_sorted_integer_keys_is_the_full_sorts(seed: int) -> None:
+    """Integer key columns without NULL that are already strictly increasing (the engine's ORDER BY) keep their
+    order, which is what the full sort gives; any other input (out of order, a tie, a NULL) is sorted in full."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from dpkit.query._keys import release_order
+
+    rng = np.random.default_rng(seed)
+    n = 500
+    a = np.sort(rng.integers(-3, 4, n))
+    b = rng.integers(-(2**40), 2**40, n)
+    sorted_pairs = sorted(set(zip(a.tolist(), b.tolist())))
+    cases = [[pa.array([p[0] for p in sorted_pairs]), pa.array([p[1] for p in sorted_pairs])],
+             [pa.array(np.unique(b))], [pa.array(np.unique(b).astype(np.uint64) if seed % 2 else np.unique(b))],
+             [pa.array(rng.permutation(np.unique(b)))],  # out of order
+             [pa.array(a), pa.array(b)],  # ties in the first column, the second unsorted
+             [pa.array([None, *np.unique(b).tolist()], pa.int64())]]  # a NULL
+    for cols in cases:
+        table = pa.table({f"c{i}": c for i, c in enumerate(cols)})
+        want = pc.sort_indices(table, sort_keys=[(f"c{i}", "ascending", "at_start")
+                                                 for i in range(len(cols))]).to_numpy()
+        assert release_order(cols).tolist() == want.tolist()
+
+
+def test_selection_on_integer_keys_asks_the_engine_for_the_release_order(open_session: Any) -> None:
+    from query_reference import to_arrow
+
+    s = open_session(to_arrow({"uid": [1, 2, 3, 4], "k": [3, 1, 2, 1], "t": ["c", "a", "b", "a"]}))
+    on_int = s.plan("SELECT k, COUNT(*) AS n FROM t GROUP BY k", epsilon=1.0, delta=1e-6, max_partitions=1,
+                    max_rows=1)
+    assert on_int.sql.rstrip().endswith("ORDER BY __k0 NULLS FIRST")
+    on_text = s.plan("SELECT t, COUNT(*) AS n FROM t GROUP BY t", epsilon=1.0, delta=1e-6, max_partitions=1,
+                     max_rows=1)
+    assert "NULLS FIRST" not in on_text.sql
+    with_keys = s.plan("SELECT k, COUNT(*) AS n FROM t GROUP BY k", epsilon=1.0, keys={"k": [1, 2]},
+                       max_partitions=1, max_rows=1)
+    assert "NULLS FIRST" not in with_keys.sql

@@ -310,7 +310,7 @@ def _key_match(public_keys: Any, i: int, left: str, right: str) -> str:
 def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, ValueColumn],
                   max_partitions: int, max_rows: int, public_keys: Any,
                   salt: str, buckets: int = 1024, partition_order: str = "hash", relation: str | None = None,
-                  public: dict[str, str] | None = None, report: bool = False) -> Compiled:
+                  public: dict[str, str] | None = None, report: bool = False, sort_keys: bool = False) -> Compiled:
     """Build the bounding-and-aggregation SQL.
 
     Parameters
@@ -339,6 +339,10 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
         The engine's name for the private table (``spec.table`` if not given).
     public : dict, optional
         Public table name -> the engine's name for it (for joins).
+    sort_keys : bool
+        Private selection only: the main statement returns its groups sorted by key (NULL first), for key
+        types whose engine order is :func:`~dpkit.query._keys.release_order`'s (integers; the session
+        asks for it on DuckDB), so that the release order is confirmed rather than computed in Python.
     report : bool
         Also build the bounding report: four exact counts of units (all units; those with more than
         ``max_partitions`` partitions; those with more than ``max_rows`` rows in some partition; those
@@ -416,6 +420,10 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
         out_names.append(name)
     group = f" GROUP BY {', '.join(keys)}" if keys else ""
     main = f"{ctes} SELECT {', '.join(final_cols)} FROM kept{group}"
+    if sort_keys and keys and (public_keys is None or not spec.keys):
+        # the candidates in the release order of integer keys (NULL first, then by value): the engine's
+        # parallel sort, which release_order then confirms in O(n) instead of sorting them again
+        main += f" ORDER BY {', '.join(f'{k} NULLS FIRST' for k in keys)}"
     if public_keys is not None and spec.keys:
         # one row per public key, in the order given, zeros where no unit contributed
         on = " AND ".join(_key_match(public_keys, i, f"__agg.{k}", f"__pk.c{i}") for i, k in enumerate(keys))

@@ -199,6 +199,27 @@ def _sortable(column: Any) -> Any:
     return column
 
 
+def _already_in_order(cols: list[Any]) -> bool:
+    """Whether integer key columns without NULL are already strictly increasing (lexicographically): then the
+    release order is the given order (issue 16: the engine sorts integer keys of a selection query, and this
+    O(n) check replaces the sort here).  Any other column, or any pair out of order, says False; the answer
+    is then the full sort's, so the check changes no result, only the time to reach it."""
+    import pyarrow as pa
+
+    if not all(pa.types.is_integer(c.type) and c.null_count == 0 for c in cols):
+        return False
+    n = len(cols[0])
+    if n < 2:
+        return True
+    greater = np.zeros(n - 1, dtype=bool)
+    equal = np.ones(n - 1, dtype=bool)
+    for c in cols:
+        v = c.to_numpy(zero_copy_only=False)
+        greater |= equal & (v[1:] > v[:-1])
+        equal &= v[1:] == v[:-1]
+    return bool(greater.all())
+
+
 def release_order(columns: list[Any]) -> np.ndarray:
     """Row indices sorting key columns by the strict total order of the module docstring (stable, but
     distinct key tuples never tie, so the input order never shows).
@@ -213,6 +234,8 @@ def release_order(columns: list[Any]) -> np.ndarray:
     if not columns:
         return np.zeros(0, dtype=np.int64)
     cols = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns]
+    if _already_in_order(cols):
+        return np.arange(len(cols[0]), dtype=np.int64)
     # NULL first: each key sorts by (is it valid, its value), so where the value is NULL the flag decides and
     # the sort's own placement of nulls never matters
     table = pa.table({name: col for i, c in enumerate(cols)
