@@ -125,7 +125,7 @@ def test_public_keys_match_null_only_where_a_key_is_null(open_session: Any, publ
     and otherwise never takes one of a unit's ``max_partitions`` (the reference drops it before bounding)."""
     from query_reference import assert_totals_equal, contributions, engine_totals, to_arrow, totals
 
-    table = {"uid": [1, 1, 1, 2, 2, 3, 4, 4], "k": [None, "a", "b", None, None, "b", "a", None]}
+    table: dict[str, list[Any]] = {"uid": [1, 1, 1, 2, 2, 3, 4, 4], "k": [None, "a", "b", None, None, "b", "a", None]}
     s = open_session(to_arrow(table))
     plan = s.plan("SELECT k, COUNT(*) AS n FROM t GROUP BY k", epsilon=1.0, keys={"k": public},
                   max_partitions=5, max_rows=5)
