@@ -6,12 +6,14 @@ product the engine forms), converted to each key's type *by the engine* (``TRY_C
 ``'2024-01-01'`` matches a DATE and ``'true'`` a BOOLEAN exactly as the engine compares them; a value
 that does not convert is refused, with examples, before anything is spent), deduplicated after
 conversion, and numbered in the order given.  The query keeps rows whose keys are in that table (a
-semi-join, NULL matching NULL) and returns one row per public key, in that order, zeros included.
+semi-join, NULL matching NULL; a plain ``=`` in a column where no public key is NULL) and returns one
+row per public key, in that order, zeros included.
 
 :func:`release_order` is the order of privately selected groups: a strict total order of the key
 values alone (NULL first; a float by its IEEE 754 totalOrder position, so NaN, -0.0 and 0.0 never tie
 and never compare unordered; every other type by Arrow's order of its values), computed on whole
-columns, never the engine's output order (which depends on every row, released or not).
+columns, never the engine's output order (which depends on every row, released or not): where the
+engine was asked to sort integer keys, that order is only confirmed, in O(n), and otherwise computed.
 """
 
 from __future__ import annotations
