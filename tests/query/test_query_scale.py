@@ -144,8 +144,8 @@ def test_public_keys_match_null_only_where_a_key_is_null(open_session: Any, publ
 
 @pytest.mark.parametrize("seed", range(6))
 def test_release_order_of_sorted_integer_keys_is_the_full_sorts(seed: int) -> None:
-    """Integer key columns without NULL that are already strictly increasing (the engine's ORDER BY) keep their
-    order, which is what the full sort gives; any other input (out of order, a tie, a NULL) is sorted in full."""
+    """Integer key columns already strictly increasing with NULL first (the engine's ORDER BY .. NULLS FIRST) keep
+    their order, which is what the full sort gives; any other input (out of order, a tie) is sorted in full."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -160,7 +160,10 @@ def test_release_order_of_sorted_integer_keys_is_the_full_sorts(seed: int) -> No
              [pa.array(np.unique(b))], [pa.array(np.unique(b).astype(np.uint64) if seed % 2 else np.unique(b))],
              [pa.array(rng.permutation(np.unique(b)))],  # out of order
              [pa.array(a), pa.array(b)],  # ties in the first column, the second unsorted
-             [pa.array([None, *np.unique(b).tolist()], pa.int64())]]  # a NULL
+             [pa.array([None, *np.unique(b).tolist()], pa.int64())],  # a NULL first (in order)
+             [pa.array([*np.unique(b).tolist(), None], pa.int64())],  # a NULL last (out of order)
+             [pa.array([None, None, 1, 1], pa.int64()), pa.array([None, 2, None, 0], pa.int64())],  # in order
+             [pa.array([None, None, 1, 1], pa.int64()), pa.array([2, None, None, 0], pa.int64())]]  # out of order
     for cols in cases:
         table = pa.table({f"c{i}": c for i, c in enumerate(cols)})
         want = pc.sort_indices(table, sort_keys=[(f"c{i}", "ascending", "at_start")
@@ -171,10 +174,18 @@ def test_release_order_of_sorted_integer_keys_is_the_full_sorts(seed: int) -> No
 def test_selection_on_integer_keys_asks_the_engine_for_the_release_order(open_session: Any) -> None:
     from query_reference import to_arrow
 
-    s = open_session(to_arrow({"uid": [1, 2, 3, 4], "k": [3, 1, 2, 1], "t": ["c", "a", "b", "a"]}))
+    from dpkit.query._keys import _already_in_order
+
+    s = open_session(to_arrow({"uid": [1, 2, 3, 4, 5, 6], "k": [3, 1, 2, 1, None, 2], "j": [1, None, 0, 1, 2, None],
+                               "t": ["c", "a", "b", "a", "d", "b"]}))
     on_int = s.plan("SELECT k, COUNT(*) AS n FROM t GROUP BY k", epsilon=1.0, delta=1e-6, max_partitions=1,
                     max_rows=1)
     assert on_int.sql.rstrip().endswith("ORDER BY __k0 NULLS FIRST")
+    two = s.plan("SELECT k, j, COUNT(*) AS n FROM t GROUP BY k, j", epsilon=1.0, delta=1e-6, max_partitions=1,
+                 max_rows=1)
+    for plan in (on_int, two):  # the engine's order is the release order, NULL keys included: confirmed, not sorted
+        raw = s._backend.fetch_arrow(plan.sql)
+        assert _already_in_order([raw.column(i) for i in range(plan.compiled.key_count)])
     on_text = s.plan("SELECT t, COUNT(*) AS n FROM t GROUP BY t", epsilon=1.0, delta=1e-6, max_partitions=1,
                      max_rows=1)
     assert "NULLS FIRST" not in on_text.sql
