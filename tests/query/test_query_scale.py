@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -112,3 +114,81 @@ def test_window_threshold_keeps_what_the_list_threshold_kept(k: int, order: str)
     replaced, with distinct order values and under many ties (every unit's values tied, or a few)."""
     rows = _table(seed=200 + k, units=1500, keys=60)
     assert _kept(threshold_ranking(k), order, rows) == _kept(_list_threshold(k), order, rows)
+
+
+# ---- public keys matched with '=' where none is NULL (issue 16) -----------------------------------------------
+
+@pytest.mark.parametrize("public", [["a", "b"], ["a", None], [None]])
+def test_public_keys_match_null_only_where_a_key_is_null(open_session: Any, public: list[Any]) -> None:
+    """A key column of the public keys without NULL is joined with ``=`` (the plain hash join), one with a NULL
+    with ``IS NOT DISTINCT FROM``: either way the data's NULL key is counted exactly where NULL is a public key,
+    and otherwise never takes one of a unit's ``max_partitions`` (the reference drops it before bounding)."""
+    from query_reference import assert_totals_equal, contributions, engine_totals, to_arrow, totals
+
+    table: dict[str, list[Any]] = {"uid": [1, 1, 1, 2, 2, 3, 4, 4], "k": [None, "a", "b", None, None, "b", "a", None]}
+    s = open_session(to_arrow(table))
+    plan = s.plan("SELECT k, COUNT(*) AS n FROM t GROUP BY k", epsilon=1.0, keys={"k": public},
+                  max_partitions=5, max_rows=5)
+    sql = plan.sql
+    if None in public:
+        assert "IS NOT DISTINCT FROM __pk.c0" in sql
+    else:
+        assert "IS NOT DISTINCT FROM __pk" not in sql and "= __pk.c0" in sql
+    got = engine_totals(plan, s._backend.fetch(sql))
+    want = totals(contributions(table, unit="uid", keys=["k"], max_rows=5, public=[(k,) for k in public]))
+    assert_totals_equal(got, want, ("units", "rows"))
+    assert len(s._backend.fetch(sql)) == len(public)  # one row per public key, zeros included
+
+
+# ---- the release order confirmed in O(n) when the engine sorted integer keys (issue 16) ---------------------
+
+@pytest.mark.parametrize("seed", range(6))
+def test_release_order_of_sorted_integer_keys_is_the_full_sorts(seed: int) -> None:
+    """Integer key columns already strictly increasing with NULL first (the engine's ORDER BY .. NULLS FIRST) keep
+    their order, which is what the full sort gives; any other input (out of order, a tie) is sorted in full."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from dpkit.query._keys import release_order
+
+    rng = np.random.default_rng(seed)
+    n = 500
+    a = np.sort(rng.integers(-3, 4, n))
+    b = rng.integers(-(2**40), 2**40, n)
+    sorted_pairs = sorted(set(zip(a.tolist(), b.tolist())))
+    cases = [[pa.array([p[0] for p in sorted_pairs]), pa.array([p[1] for p in sorted_pairs])],
+             [pa.array(np.unique(b))], [pa.array(np.unique(b).astype(np.uint64) if seed % 2 else np.unique(b))],
+             [pa.array(rng.permutation(np.unique(b)))],  # out of order
+             [pa.array(a), pa.array(b)],  # ties in the first column, the second unsorted
+             [pa.array([None, *np.unique(b).tolist()], pa.int64())],  # a NULL first (in order)
+             [pa.array([*np.unique(b).tolist(), None], pa.int64())],  # a NULL last (out of order)
+             [pa.array([None, None, 1, 1], pa.int64()), pa.array([None, 2, None, 0], pa.int64())],  # in order
+             [pa.array([None, None, 1, 1], pa.int64()), pa.array([2, None, None, 0], pa.int64())]]  # out of order
+    for cols in cases:
+        table = pa.table({f"c{i}": c for i, c in enumerate(cols)})
+        want = pc.sort_indices(table, sort_keys=[(f"c{i}", "ascending", "at_start")
+                                                 for i in range(len(cols))]).to_numpy()
+        assert release_order(cols).tolist() == want.tolist()
+
+
+def test_selection_on_integer_keys_asks_the_engine_for_the_release_order(open_session: Any) -> None:
+    from query_reference import to_arrow
+
+    from dpkit.query._keys import _already_in_order
+
+    s = open_session(to_arrow({"uid": [1, 2, 3, 4, 5, 6], "k": [3, 1, 2, 1, None, 2], "j": [1, None, 0, 1, 2, None],
+                               "t": ["c", "a", "b", "a", "d", "b"]}))
+    on_int = s.plan("SELECT k, COUNT(*) AS n FROM t GROUP BY k", epsilon=1.0, delta=1e-6, max_partitions=1,
+                    max_rows=1)
+    assert on_int.sql.rstrip().endswith("ORDER BY __k0 NULLS FIRST")
+    two = s.plan("SELECT k, j, COUNT(*) AS n FROM t GROUP BY k, j", epsilon=1.0, delta=1e-6, max_partitions=1,
+                 max_rows=1)
+    for plan in (on_int, two):  # the engine's order is the release order, NULL keys included: confirmed, not sorted
+        raw = s._backend.fetch_arrow(plan.sql)
+        assert _already_in_order([raw.column(i) for i in range(plan.compiled.key_count)])
+    on_text = s.plan("SELECT t, COUNT(*) AS n FROM t GROUP BY t", epsilon=1.0, delta=1e-6, max_partitions=1,
+                     max_rows=1)
+    assert "NULLS FIRST" not in on_text.sql
+    with_keys = s.plan("SELECT k, COUNT(*) AS n FROM t GROUP BY k", epsilon=1.0, keys={"k": [1, 2]},
+                       max_partitions=1, max_rows=1)
+    assert "NULLS FIRST" not in with_keys.sql

@@ -297,10 +297,20 @@ def rows_source(spec: QuerySpec, *, unit: str, relation: str, public: dict[str, 
     return _joined(f"({unit_rows})", pu.alias, spec.joins, public), f"{_ident(pu.alias)}.__u"
 
 
+def _key_match(public_keys: Any, i: int, left: str, right: str) -> str:
+    """Key column ``i`` of the data (``left``) matched to the public keys' (``right``): NULL matching NULL.
+
+    ``=`` where no public key is NULL in that column (issue 16: a plain equi-join, which the engine runs as
+    its fastest hash join; the same rows, since a NULL on the data side then matches no key either way),
+    else ``IS NOT DISTINCT FROM``.  Whether a column has a NULL is read from the public keys alone."""
+    match = getattr(public_keys, "match", None)
+    return match(i, left, right) if match is not None else f"{left} IS NOT DISTINCT FROM {right}"
+
+
 def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, ValueColumn],
                   max_partitions: int, max_rows: int, public_keys: Any,
                   salt: str, buckets: int = 1024, partition_order: str = "hash", relation: str | None = None,
-                  public: dict[str, str] | None = None, report: bool = False) -> Compiled:
+                  public: dict[str, str] | None = None, report: bool = False, sort_keys: bool = False) -> Compiled:
     """Build the bounding-and-aggregation SQL.
 
     Parameters
@@ -329,6 +339,10 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
         The engine's name for the private table (``spec.table`` if not given).
     public : dict, optional
         Public table name -> the engine's name for it (for joins).
+    sort_keys : bool
+        Private selection only: the main statement returns its groups sorted by key (NULL first), for key
+        types whose engine order is :func:`~dpkit.query._keys.release_order`'s (integers; the session
+        asks for it on DuckDB), so that the release order is confirmed rather than computed in Python.
     report : bool
         Also build the bounding report: four exact counts of units (all units; those with more than
         ``max_partitions`` partitions; those with more than ``max_rows`` rows in some partition; those
@@ -349,7 +363,7 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
     if public_keys is not None and spec.keys:
         # rows outside the public keys are dropped before bounding (so they never take up one of a unit's
         # max_partitions): a semi-join with the keys' table, NULL matching NULL
-        on = " AND ".join(f"raw_rows.{k} IS NOT DISTINCT FROM __pk.c{i}" for i, k in enumerate(keys))
+        on = " AND ".join(_key_match(public_keys, i, f"raw_rows.{k}", f"__pk.c{i}") for i, k in enumerate(keys))
         keep = f"SEMI JOIN {public_keys.relation} AS __pk ON {on}"
     else:
         keep = "WHERE TRUE"
@@ -380,7 +394,7 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
         # the same (unit, partition) rows as aggregating ``src`` (rows outside the public keys dropped first),
         # since the keys are part of the group: the semi-join runs on the per-(unit, partition) table, never
         # larger than the rows and much smaller where units have many rows a partition
-        on_pu = " AND ".join(f"__g.{k} IS NOT DISTINCT FROM __pk.c{i}" for i, k in enumerate(keys))
+        on_pu = " AND ".join(_key_match(public_keys, i, f"__g.{k}", f"__pk.c{i}") for i, k in enumerate(keys))
         per_pu = (f"SELECT __g.* FROM (SELECT {', '.join(pu_cols)} FROM (SELECT {', '.join(select_src)} FROM raw_rows) "
                   f"AS __all GROUP BY {group_pu}) AS __g SEMI JOIN {public_keys.relation} AS __pk ON {on_pu}")
     else:
@@ -406,9 +420,13 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
         out_names.append(name)
     group = f" GROUP BY {', '.join(keys)}" if keys else ""
     main = f"{ctes} SELECT {', '.join(final_cols)} FROM kept{group}"
+    if sort_keys and keys and (public_keys is None or not spec.keys):
+        # the candidates in the release order of integer keys (NULL first, then by value): the engine's
+        # parallel sort, which release_order then confirms in O(n) instead of sorting them again
+        main += f" ORDER BY {', '.join(f'{k} NULLS FIRST' for k in keys)}"
     if public_keys is not None and spec.keys:
         # one row per public key, in the order given, zeros where no unit contributed
-        on = " AND ".join(f"__agg.{k} IS NOT DISTINCT FROM __pk.c{i}" for i, k in enumerate(keys))
+        on = " AND ".join(_key_match(public_keys, i, f"__agg.{k}", f"__pk.c{i}") for i, k in enumerate(keys))
         cols = [f"__pk.c{i} AS {k}" for i, k in enumerate(keys)] + [f"COALESCE(__agg.{c}, 0) AS {c}" for c in out_names]
         main = (f"{ctes}, __agg AS (SELECT {', '.join(final_cols)} FROM kept{group}) SELECT {', '.join(cols)} "
                 f"FROM {public_keys.relation} AS __pk LEFT JOIN __agg ON {on} ORDER BY __pk.__idx")

@@ -6,12 +6,14 @@ product the engine forms), converted to each key's type *by the engine* (``TRY_C
 ``'2024-01-01'`` matches a DATE and ``'true'`` a BOOLEAN exactly as the engine compares them; a value
 that does not convert is refused, with examples, before anything is spent), deduplicated after
 conversion, and numbered in the order given.  The query keeps rows whose keys are in that table (a
-semi-join, NULL matching NULL) and returns one row per public key, in that order, zeros included.
+semi-join, NULL matching NULL; a plain ``=`` in a column where no public key is NULL) and returns one
+row per public key, in that order, zeros included.
 
 :func:`release_order` is the order of privately selected groups: a strict total order of the key
 values alone (NULL first; a float by its IEEE 754 totalOrder position, so NaN, -0.0 and 0.0 never tie
 and never compare unordered; every other type by Arrow's order of its values), computed on whole
-columns, never the engine's output order (which depends on every row, released or not).
+columns, never the engine's output order (which depends on every row, released or not): where the
+engine was asked to sort integer keys, that order is only confirmed, in O(n), and otherwise computed.
 """
 
 from __future__ import annotations
@@ -40,6 +42,18 @@ class PublicKeys:
     _fetch: Any = field(repr=False, compare=False)
     _cache: list[Any] = field(default_factory=list, repr=False, compare=False)
     _source: Any = field(default=None, repr=False, compare=False)  # (names, types, keys, dialect) it was built from
+    # per key column: whether some public key is NULL there (public: read from the keys' table, never the data);
+    # a column without NULL is matched with ``=`` (an engine's plain hash join), one with NULL with
+    # ``IS NOT DISTINCT FROM`` (NULL matching NULL); empty where unknown (every column then as if it had NULL)
+    nullable: tuple[bool, ...] = ()
+
+    def match(self, i: int, left: str, right: str) -> str:
+        """SQL matching key column ``i``: ``left = right`` where no public key is NULL in that column (the
+        same rows as ``IS NOT DISTINCT FROM``: a NULL on the data side matches no key either way), else
+        ``left IS NOT DISTINCT FROM right``."""
+        if i < len(self.nullable) and not self.nullable[i]:
+            return f"{left} = {right}"
+        return f"{left} IS NOT DISTINCT FROM {right}"
 
     def __len__(self) -> int:
         return self.count
@@ -130,11 +144,13 @@ def build(backend: Backend, names: list[str], types: list[str], keys: Any, *, di
     group = ", ".join(f"c{i}" for i in range(width))
     backend.create_temp(relation, f"SELECT MIN(__idx) AS __idx, {group} FROM (SELECT __idx, {cast} FROM "
                                   f"({source}) AS s) AS c GROUP BY {group}")
-    count = int(backend.fetch(f"SELECT COUNT(*) FROM {relation}")[0][0])
+    nulls = ", ".join(f"COUNT(*) - COUNT(c{i})" for i in range(width))
+    counts = backend.fetch(f"SELECT COUNT(*), {nulls} FROM {relation}")[0]
+    count = int(counts[0])
     if count == 0:
         raise InvalidArgumentError("the list of public keys is empty.")
     made = PublicKeys(relation=relation, count=count, width=width, _fetch=backend.fetch_arrow,
-                      _source=(names, types, keys, dialect))
+                      _source=(names, types, keys, dialect), nullable=tuple(int(c) > 0 for c in counts[1:]))
     made_here[relation] = made
     return made
 
@@ -185,6 +201,32 @@ def _sortable(column: Any) -> Any:
     return column
 
 
+def _already_in_order(cols: list[Any]) -> bool:
+    """Whether integer key columns are already strictly increasing in the release order (lexicographically,
+    each column by (is it valid, its value): NULL first): then the release order is the given order (issue 16:
+    DuckDB sorts the integer keys of a selection query, ``ORDER BY .. NULLS FIRST``, and this O(n) check replaces
+    the sort here, with or without a NULL key, so that whether a NULL group is among the candidates does not
+    change the time taken).  A column of another type, or any pair out of order, says False; the answer is
+    then the full sort's, so the check changes no result, only the time to reach it."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not all(pa.types.is_integer(c.type) for c in cols):
+        return False
+    n = len(cols[0])
+    if n < 2:
+        return True
+    greater = np.zeros(n - 1, dtype=bool)
+    equal = np.ones(n - 1, dtype=bool)
+    for c in cols:
+        valid = np.asarray(pc.is_valid(c).to_numpy(zero_copy_only=False), dtype=np.int8)
+        value = c.fill_null(0).to_numpy(zero_copy_only=False) if c.null_count else c.to_numpy(zero_copy_only=False)
+        for v in (valid, value):  # NULL (valid 0) first; a NULL's filled value ties with another NULL's
+            greater |= equal & (v[1:] > v[:-1])
+            equal &= v[1:] == v[:-1]
+    return bool(greater.all())
+
+
 def release_order(columns: list[Any]) -> np.ndarray:
     """Row indices sorting key columns by the strict total order of the module docstring (stable, but
     distinct key tuples never tie, so the input order never shows).
@@ -199,6 +241,8 @@ def release_order(columns: list[Any]) -> np.ndarray:
     if not columns:
         return np.zeros(0, dtype=np.int64)
     cols = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns]
+    if _already_in_order(cols):
+        return np.arange(len(cols[0]), dtype=np.int64)
     # NULL first: each key sorts by (is it valid, its value), so where the value is NULL the flag decides and
     # the sort's own placement of nulls never matters
     table = pa.table({name: col for i, c in enumerate(cols)
