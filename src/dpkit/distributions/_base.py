@@ -1,7 +1,11 @@
 """The common surface of dpkit's distributions.
 
 Contract: a :class:`Distribution` is an immutable value on the real line (or, for
-:class:`~dpkit.distributions.Finite`, on an explicit finite support of any labels).  Every family
+:class:`~dpkit.distributions.Finite`, on an explicit finite support of any labels).  Each family is a
+frozen, slotted dataclass (:func:`dpkit._value.value_object`): its parameters are its fields, checked
+in ``__post_init__``; equality, hashing and ``repr`` come from those fields; values derived from them
+are fields set once in ``__post_init__``, and tables built on first use live in a
+:class:`~dpkit._value.Lazy` field.  Every family
 offers ``log_density``/``density`` (pdf for continuous families, pmf for discrete ones, also under
 their scipy names), ``cdf``, ``sf``, ``quantile`` where meaningful, ``mean``, ``variance`` and
 vectorised ``sample(size, rng=...)``.  Parameters are validated at construction: invalid values
@@ -15,7 +19,7 @@ releases go through :mod:`dpkit.mechanisms`, whose samplers are safe on floating
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -34,16 +38,16 @@ def check_size(size: int | tuple[int, ...]) -> int | tuple[int, ...]:
 
 
 class Distribution(ABC):
-    """Base class of dpkit's distributions (see the module docstring for the contract)."""
+    """Base class of dpkit's distributions (see the module docstring for the contract).
+
+    Holds no state (``__slots__ = ()``): the concrete families are ``@value_object`` dataclasses that
+    declare their fields, so they have slots and no instance ``__dict__``.
+    """
+
+    __slots__ = ()
 
     #: True for distributions with a probability mass function.
     discrete: ClassVar[bool]
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable; build a new one instead.")
-
-    def _set(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
 
     @abstractmethod
     def log_density(self, x: ArrayLike) -> Array:
@@ -84,28 +88,11 @@ class Distribution(ABC):
     def support_bounds(self) -> tuple[float, float]:
         """Smallest closed interval containing the support (may be infinite)."""
 
-    def _params(self) -> dict[str, Any]:
-        return {}
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
-        return f"{type(self).__name__}({inner})"
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, self._key()))
-
-    def _key(self) -> tuple[Any, ...]:
-        return tuple(self._params().values())
-
 
 class ContinuousDistribution(Distribution):
     """A distribution with a density on the real line."""
 
+    __slots__ = ()
     discrete: ClassVar[bool] = False
 
     def pdf(self, x: ArrayLike) -> Array:
@@ -120,6 +107,7 @@ class ContinuousDistribution(Distribution):
 class DiscreteDistribution(Distribution):
     """A distribution with a probability mass function on the integers (or a finite support)."""
 
+    __slots__ = ()
     discrete: ClassVar[bool] = True
 
     def pmf(self, x: ArrayLike) -> Array:

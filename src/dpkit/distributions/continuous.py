@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
 from dpkit._math import check_finite, check_positive
+from dpkit._value import value_object
 from dpkit.distributions._base import Array, ContinuousDistribution, as_array, check_size
 from dpkit.random.exact import check_rng
 from dpkit.errors import InvalidArgumentError
@@ -19,6 +19,7 @@ __all__ = ["Gaussian", "Laplace"]
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
+@value_object
 class Laplace(ContinuousDistribution):
     r"""Laplace distribution Lap(loc, scale) with density :math:`e^{-|x-m|/b}/(2b)`.
 
@@ -36,15 +37,12 @@ class Laplace(ContinuousDistribution):
     array(0.5)
     """
 
-    def __init__(self, loc: float = 0.0, scale: float = 1.0) -> None:
-        self._set("loc", check_finite("loc", loc))
-        self._set("scale", check_positive("scale", scale))
+    loc: float = 0.0
+    scale: float = 1.0
 
-    loc: float
-    scale: float
-
-    def _params(self) -> dict[str, Any]:
-        return {"loc": self.loc, "scale": self.scale}
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "loc", check_finite("loc", self.loc))
+        object.__setattr__(self, "scale", check_positive("scale", self.scale))
 
     def log_density(self, x: ArrayLike) -> Array:
         z = np.abs(as_array(x) - self.loc) / self.scale
@@ -80,6 +78,7 @@ class Laplace(ContinuousDistribution):
         return check_rng(rng).laplace(self.loc, self.scale, size=check_size(size))
 
 
+@value_object
 class Gaussian(ContinuousDistribution):
     r"""Gaussian distribution N(loc, sigma^2).
 
@@ -94,15 +93,12 @@ class Gaussian(ContinuousDistribution):
     4.0
     """
 
-    def __init__(self, loc: float = 0.0, sigma: float = 1.0) -> None:
-        self._set("loc", check_finite("loc", loc))
-        self._set("sigma", check_positive("sigma", sigma))
+    loc: float = 0.0
+    sigma: float = 1.0
 
-    loc: float
-    sigma: float
-
-    def _params(self) -> dict[str, Any]:
-        return {"loc": self.loc, "sigma": self.sigma}
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "loc", check_finite("loc", self.loc))
+        object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
 
     def log_density(self, x: ArrayLike) -> Array:
         z = (as_array(x) - self.loc) / self.sigma

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import InitVar, field
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
 from dpkit._math import check_positive, check_probability
+from dpkit._value import Lazy, value_object
 from dpkit.distributions._base import Array, DiscreteDistribution, as_array, check_size
 from dpkit.random.exact import check_rng
 from dpkit.distributions.theta import log_theta, second_moment
@@ -35,6 +36,7 @@ def _log_tanh(x: float) -> float:
     return math.log(-math.expm1(-2.0 * x)) - math.log1p(e)
 
 
+@value_object
 class DiscreteLaplace(DiscreteDistribution):
     r"""Discrete Laplace (two-sided geometric) on the integers: :math:`p(k) \propto e^{-|k-m|/t}`.
 
@@ -53,19 +55,17 @@ class DiscreteLaplace(DiscreteDistribution):
     0.46211715726
     """
 
-    def __init__(self, loc: int = 0, scale: float = 1.0) -> None:
-        self._set("loc", _check_integer("loc", loc))
-        self._set("scale", check_positive("scale", scale))
-        self._set("_log_norm", _log_tanh(0.5 / self.scale))
-        self._set("_log1p_r", math.log1p(math.exp(-1.0 / self.scale)))
+    loc: int = 0
+    scale: float = 1.0
+    _log_norm: float = field(init=False, repr=False, compare=False)  # ln tanh(1/(2t)), the log of p(loc)
+    _log1p_r: float = field(init=False, repr=False, compare=False)  # ln(1 + r), r = e^{-1/t}
 
-    loc: int
-    scale: float
-    _log_norm: float  # ln tanh(1/(2t)), the log of p(loc)
-    _log1p_r: float  # ln(1 + r), r = e^{-1/t}
-
-    def _params(self) -> dict[str, Any]:
-        return {"loc": self.loc, "scale": self.scale}
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "loc", _check_integer("loc", self.loc))
+        scale = check_positive("scale", self.scale)
+        object.__setattr__(self, "scale", scale)
+        object.__setattr__(self, "_log_norm", _log_tanh(0.5 / scale))
+        object.__setattr__(self, "_log1p_r", math.log1p(math.exp(-1.0 / scale)))
 
     def log_density(self, x: ArrayLike) -> Array:
         k = as_array(x) - self.loc
@@ -113,6 +113,7 @@ class DiscreteLaplace(DiscreteDistribution):
         return (g1 - g2 + self.loc).astype(np.float64)
 
 
+@value_object
 class DiscreteGaussian(DiscreteDistribution):
     r"""Discrete Gaussian N_Z(loc, sigma^2): :math:`p(k) = e^{-(k-m)^2/(2\sigma^2)}/\theta_\sigma(0)`.
 
@@ -131,47 +132,46 @@ class DiscreteGaussian(DiscreteDistribution):
     0.398942278267
     """
 
-    def __init__(self, loc: int = 0, sigma: float = 1.0) -> None:
-        self._set("loc", _check_integer("loc", loc))
-        self._set("sigma", check_positive("sigma", sigma))
-        self._set("log_normalizer", log_theta(self.sigma, 0.0))
-        self._set("_table", None)
+    loc: int = 0
+    sigma: float = 1.0
+    log_normalizer: float = field(init=False, repr=False, compare=False)  # ln theta_sigma(0)
+    # (half, cumulative masses on -half..half), built on first use (see _table)
+    _cdf_cache: Lazy[tuple[int, Array]] = field(default_factory=Lazy, init=False, repr=False, compare=False)
 
-    loc: int
-    sigma: float
-    log_normalizer: float
-    _table: tuple[int, Array] | None  # (half, cumulative masses on -half..half), built on first use
-
-    def _params(self) -> dict[str, Any]:
-        return {"loc": self.loc, "sigma": self.sigma}
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "loc", _check_integer("loc", self.loc))
+        object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
+        object.__setattr__(self, "log_normalizer", log_theta(self.sigma, 0.0))
 
     def log_density(self, x: ArrayLike) -> Array:
         k = as_array(x) - self.loc
         out = -(k * k) / (2.0 * self.sigma**2) - self.log_normalizer
         return np.where(k == np.floor(k), out, -np.inf)
 
-    def _cdf_table(self) -> tuple[int, Array]:
-        table = self._table
-        if table is None:
-            half = int(math.ceil(39.0 * self.sigma)) + 2
-            if 2 * half + 1 > _MAX_TABLE:
-                from dpkit.errors import UnsupportedError
+    @property
+    def _table(self) -> tuple[int, Array]:
+        """(half, cumulative masses on -half..half): the exact table behind cdf and quantile, read-only,
+        built on first use and kept."""
+        return self._cdf_cache.get(self._build_table)
 
-                raise UnsupportedError(
-                    f"the discrete Gaussian cdf/quantile tables support sigma up to ~5e5; got "
-                    f"sigma={self.sigma}. Use the Gaussian approximation knowingly, or a smaller sigma."
-                )
-            k = np.arange(-half, half + 1, dtype=np.float64)
-            pmf = np.exp(-(k * k) / (2.0 * self.sigma**2) - self.log_normalizer)
-            cum = np.cumsum(pmf)
-            cum.flags.writeable = False  # a value object: its cached table is read-only too
-            table = (half, cum)
-            self._set("_table", table)
-        return table
+    def _build_table(self) -> tuple[int, Array]:
+        half = int(math.ceil(39.0 * self.sigma)) + 2
+        if 2 * half + 1 > _MAX_TABLE:
+            from dpkit.errors import UnsupportedError
+
+            raise UnsupportedError(
+                f"the discrete Gaussian cdf/quantile tables support sigma up to ~5e5; got "
+                f"sigma={self.sigma}. Use the Gaussian approximation knowingly, or a smaller sigma."
+            )
+        k = np.arange(-half, half + 1, dtype=np.float64)
+        pmf = np.exp(-(k * k) / (2.0 * self.sigma**2) - self.log_normalizer)
+        cum = np.cumsum(pmf)
+        cum.flags.writeable = False  # a value object: its cached table is read-only too
+        return (half, cum)
 
     def cdf(self, x: ArrayLike) -> Array:
         m = np.floor(as_array(x) - self.loc)
-        half, cum = self._cdf_table()
+        half, cum = self._table
         idx = np.clip(m + half, -1, 2 * half).astype(np.int64)
         out = np.where(idx < 0, 0.0, cum[np.maximum(idx, 0)])
         return np.where(m >= half, 1.0, out)
@@ -181,7 +181,7 @@ class DiscreteGaussian(DiscreteDistribution):
 
     def quantile(self, u: ArrayLike) -> Array:
         u = _unit(u)
-        half, cum = self._cdf_table()
+        half, cum = self._table
         idx = np.searchsorted(cum, u, side="left")
         k = np.where(u <= 0, -np.inf, idx - half + self.loc).astype(np.float64)
         return np.where(u >= 1, np.inf, k)
@@ -218,6 +218,7 @@ class DiscreteGaussian(DiscreteDistribution):
         return (out + self.loc).reshape(size)
 
 
+@value_object
 class Bernoulli(DiscreteDistribution):
     r"""Bernoulli(p) on {0, 1}; randomized response with parameter epsilon is
     Bernoulli(e^eps/(1+e^eps)) against Bernoulli(1/(1+e^eps)) (Dwork & Roth 2014, §3.2).
@@ -232,12 +233,15 @@ class Bernoulli(DiscreteDistribution):
     array([0.75, 0.25])
     """
 
-    def __init__(self, p: float) -> None:
-        self._set("p", check_probability(p, "p"))
-        self._set("_q", 1.0 - self.p)
-
     p: float
-    _q: float  # 1 - p, kept accurate on its own when it is tiny (from_log_odds)
+    #: 1 - p, given separately by :meth:`from_log_odds` to keep it accurate when it is tiny (private)
+    _complement: InitVar[float | None] = field(default=None, kw_only=True)
+    _q: float = field(init=False, repr=False, compare=False)  # 1 - p
+
+    def __post_init__(self, _complement: float | None) -> None:
+        p = check_probability(self.p, "p")
+        object.__setattr__(self, "p", p)
+        object.__setattr__(self, "_q", 1.0 - p if _complement is None else _complement)
 
     @classmethod
     def from_log_odds(cls, log_odds: float) -> Bernoulli:
@@ -249,9 +253,7 @@ class Bernoulli(DiscreteDistribution):
         from dpkit._math import check_finite
 
         x = check_finite("log_odds", log_odds)
-        obj = cls(float(special.expit(x)))
-        obj._set("_q", float(special.expit(-x)))
-        return obj
+        return cls(float(special.expit(x)), _complement=float(special.expit(-x)))
 
     @classmethod
     def randomized_response(cls, epsilon: float, *, truth: int = 1) -> Bernoulli:
@@ -262,9 +264,6 @@ class Bernoulli(DiscreteDistribution):
         if truth not in (0, 1):
             raise InvalidArgumentError(f"truth must be 0 or 1; got {truth!r}.")
         return cls.from_log_odds(eps if truth == 1 else -eps)
-
-    def _params(self) -> dict[str, Any]:
-        return {"p": self.p}
 
     def log_density(self, x: ArrayLike) -> Array:
         k = as_array(x)

@@ -9,12 +9,12 @@ finite distributions work in log space.
 
 from __future__ import annotations
 
-
-from typing import Any
+from dataclasses import field
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpkit._value import Lazy, init_fields, value_object
 from dpkit.distributions._base import Array, DiscreteDistribution, as_array, check_size
 from dpkit.random.exact import check_rng
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError
@@ -25,6 +25,7 @@ __all__ = ["Finite", "align"]
 MASS_TOLERANCE = 1e-9
 
 
+@value_object(init=False)
 class Finite(DiscreteDistribution):
     r"""A probability mass function over an explicit finite support.
 
@@ -47,7 +48,15 @@ class Finite(DiscreteDistribution):
     >>> F = Finite([0.5, 0.3, 0.2], support=[0, 1, 2])
     >>> round(F.mean, 12)
     0.7
+
+    Two ``Finite`` are equal when their masses and labels are, in the same order.
     """
+
+    probabilities: Array  # read-only
+    support: np.ndarray  # read-only
+    _numeric: bool = field(repr=False, compare=False)  # whether the support labels are numbers
+    # (sorted numeric support, cumulative masses), built on first use (see _sorted)
+    _order: Lazy[tuple[Array, Array]] = field(default_factory=Lazy, repr=False, compare=False)
 
     def __init__(self, probabilities: ArrayLike, support: ArrayLike | None = None) -> None:
         p = np.array(probabilities, dtype=np.float64, copy=True).reshape(-1)
@@ -77,26 +86,26 @@ class Finite(DiscreteDistribution):
                 raise InvalidArgumentError("support labels must be distinct.")
         p.setflags(write=False)
         s.setflags(write=False)
-        self._set("probabilities", p)
-        self._set("support", s)
-        self._set("_numeric", bool(np.issubdtype(s.dtype, np.number)))
-        self._set("_order", None)
-
-    probabilities: Array
-    support: np.ndarray
-    _numeric: bool  # whether the support labels are numbers
-    _order: tuple[Array, Array] | None  # (sorted numeric support, cumulative masses), built on first use
+        init_fields(self, probabilities=p, support=s, _numeric=bool(np.issubdtype(s.dtype, np.number)))
 
     def __len__(self) -> int:
         return int(self.probabilities.size)
 
-    def _params(self) -> dict[str, Any]:
+    def __repr__(self) -> str:
         if self.probabilities.size <= 6:
-            return {"probabilities": self.probabilities.tolist(), "support": self.support.tolist()}
-        return {"n": self.probabilities.size}
+            return f"Finite(probabilities={self.probabilities.tolist()!r}, support={self.support.tolist()!r})"
+        return f"Finite(n={self.probabilities.size!r})"
 
-    def _key(self) -> tuple[Any, ...]:
+    def _key(self) -> tuple[bytes, bytes | tuple[object, ...]]:
         return (self.probabilities.tobytes(), self.support.tobytes() if self._numeric else tuple(self.support))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Finite) or type(other) is not type(self):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
     @property
     def log_probabilities(self) -> Array:
@@ -112,16 +121,15 @@ class Finite(DiscreteDistribution):
 
     def _sorted(self) -> tuple[Array, Array]:
         self._require_numeric("this operation")
-        table = self._order
-        if table is None:
-            order = np.argsort(self.support, kind="stable")
-            xs = self.support[order].astype(np.float64)
-            cum = np.cumsum(self.probabilities[order])
-            xs.flags.writeable = False  # cached on a value object: read-only like its masses
-            cum.flags.writeable = False
-            table = (xs, cum)
-            self._set("_order", table)
-        return table
+        return self._order.get(self._build_sorted)
+
+    def _build_sorted(self) -> tuple[Array, Array]:
+        order = np.argsort(self.support, kind="stable")
+        xs = self.support[order].astype(np.float64)
+        cum = np.cumsum(self.probabilities[order])
+        xs.flags.writeable = False  # cached on a value object: read-only like its masses
+        cum.flags.writeable = False
+        return (xs, cum)
 
     def index_of(self, x: ArrayLike) -> np.ndarray:
         """Positions of the labels ``x`` in the support (-1 where absent)."""
