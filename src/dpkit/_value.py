@@ -80,7 +80,8 @@ def init_fields(obj: object, **values: Any) -> None:
     """Set every field of the value object ``obj`` once, from its hand-written ``__init__``.
 
     Each field without a default must be given; a field with a default (or default factory) that is
-    not given gets it; an unknown name raises :class:`TypeError` (a bug in the class, not the caller's).
+    not given gets it.  A missing or unknown name is a bug in the class, not the caller's: it raises
+    :class:`AssertionError` (dpkit's signal for an internal inconsistency, see :mod:`dpkit.errors`).
     """
     names = set()
     for f in dataclasses.fields(obj):  # type: ignore[arg-type]  # obj is a dataclass instance by contract
@@ -92,11 +93,11 @@ def init_fields(obj: object, **values: Any) -> None:
         elif f.default_factory is not dataclasses.MISSING:
             value = f.default_factory()
         else:
-            raise TypeError(f"{type(obj).__name__}.__init__ did not set the field {f.name!r}.")
+            raise AssertionError(f"{type(obj).__name__}.__init__ did not set the field {f.name!r}.")
         object.__setattr__(obj, f.name, value)
     unknown = values.keys() - names
     if unknown:
-        raise TypeError(f"{type(obj).__name__} has no field(s) {sorted(unknown)}.")
+        raise AssertionError(f"{type(obj).__name__} has no field(s) {sorted(unknown)}.")
 
 
 class Lazy(Generic[_T]):

@@ -294,28 +294,29 @@ def _two_sum_outward(a: Any, b: Any, up: bool) -> Any:
 
 
 def _interval_class() -> IntervalFactory:
+    from dpkit._value import value_object
     from dpkit.mechanisms._base import SymmetricInterval
 
+    @value_object(eq=False, repr=False)  # repr: SymmetricInterval's
     class GridInterval(SymmetricInterval):
         """``values ∓ half_width`` rounded outward, widened where a released double is inexact.
 
         Behaves like :class:`~dpkit.mechanisms._base.SymmetricInterval` (a two-item tuple computed
-        when read); see the module docstring of :mod:`dpkit.mechanisms._grid` for why it covers the
-        truth whatever the rounding.  ``inexact`` is the mask :func:`noisy_grid` returned (or None).
+        when read; a frozen, slotted dataclass); see the module docstring of :mod:`dpkit.mechanisms._grid`
+        for why it covers the truth whatever the rounding.  ``inexact`` is the mask :func:`noisy_grid`
+        returned (or None), kept as a read-only copy.
         """
 
-        __slots__ = ("inexact", "grid")
         inexact: NDArray[np.bool_] | None
         grid: float
 
-        def __init__(self, values: NDArray[np.float64], half_width: float,
-                     inexact: NDArray[np.bool_] | None, grid: float) -> None:
-            super().__init__(values, half_width)
-            if inexact is not None:
-                inexact = np.array(inexact, dtype=bool)
+        def __post_init__(self) -> None:
+            SymmetricInterval.__post_init__(self)  # no bare super(): a slots dataclass is a new class
+            if self.inexact is not None:
+                inexact = np.array(self.inexact, dtype=bool)
                 inexact.flags.writeable = False
-            object.__setattr__(self, "inexact", inexact)  # immutable, as its base
-            object.__setattr__(self, "grid", float(grid))
+                object.__setattr__(self, "inexact", inexact)
+            object.__setattr__(self, "grid", float(self.grid))
 
         def _exact_ends(self) -> bool:
             """Whether ``values ∓ half_width`` is exact: all are multiples of grid/2 below 2^53 halves."""

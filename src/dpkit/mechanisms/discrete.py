@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import field
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -23,6 +24,7 @@ from dpkit.distributions import DiscreteLaplace as _DLap
 from dpkit.divergences.pairs import DiscreteGaussianShift
 from dpkit.errors import InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PrivacyProfile, PureDP, RenyiDP, ZCDP
+from dpkit._value import init_fields, value_object
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, check_confidence
 from dpkit.mechanisms._discrete_gaussian_vector import WorstShiftProfile, max_square_norm, shift_classes
 from dpkit.mechanisms._grid import NoiseSampler, grid_interval, is_integral, noisy_grid, release_values
@@ -65,6 +67,7 @@ def _release_integers(mechanism: Mechanism, value: ArrayLike, rng: np.random.Gen
                    guarantee=mechanism.guarantee, mechanism=mechanism.name, insecure=insecure)
 
 
+@value_object(init=False)
 class Geometric(Mechanism):
     r"""The geometric (discrete Laplace) mechanism for integer queries (Ghosh, Roughgarden, Sundararajan 2012).
 
@@ -80,6 +83,9 @@ class Geometric(Mechanism):
 
     name = "geometric mechanism"
 
+    sensitivity: int  # D, the integer l1 sensitivity
+    scale: float  # t, the discrete Laplace noise scale
+
     def __init__(self, *, sensitivity: int, epsilon: float | None = None, scale: float | None = None) -> None:
         d = _integer_sensitivity(sensitivity)
         if (epsilon is None) == (scale is None):
@@ -93,11 +99,7 @@ class Geometric(Mechanism):
                 t = math.nextafter(t, math.inf)
         else:
             t = check_positive("scale", scale)
-        self._set("sensitivity", d)
-        self._set("scale", t)
-
-    sensitivity: int
-    scale: float
+        init_fields(self, sensitivity=d, scale=t)
 
     @property
     def pair(self) -> DominatingPair:
@@ -125,6 +127,7 @@ class Geometric(Mechanism):
         )
 
 
+@value_object(init=False)
 class DiscreteGaussianMechanism(Mechanism):
     r"""The discrete Gaussian mechanism for integer queries (Canonne, Kamath, Steinke 2020).
 
@@ -162,6 +165,15 @@ class DiscreteGaussianMechanism(Mechanism):
     """
 
     name = "discrete Gaussian mechanism"
+
+    sensitivity: float  # integer D (dimension 1) or the l2 sensitivity of the vector
+    dimension: int  # number of values released together
+    square_norm: int  # N: the largest squared l2 norm of an integer shift within the sensitivity
+    shift: int | None  # the one-dimensional shift every neighbour reduces to, if there is one
+    sigma: float  # the noise scale
+    target_delta: float | None  # the delta of the (epsilon, delta) target it was calibrated for, if any
+    # the exact worst-shift profile where no single shift dominates (it caches its sums); not part of the value
+    _worst: WorstShiftProfile | None = field(repr=False, compare=False)
 
     def __init__(self, *, sensitivity: float, sigma: float | None = None, rho: float | None = None,
                  epsilon: float | None = None, delta: float | None = None, dimension: int = 1) -> None:
@@ -201,21 +213,8 @@ class DiscreteGaussianMechanism(Mechanism):
             else:
                 s = bisect_sigma(lambda sig: WorstShiftProfile(n, dimension, sig).meets(eps, dl),
                                   analytic_gaussian_sigma(epsilon=eps, delta=dl, sensitivity=math.sqrt(n)))
-        self._set("sensitivity", d)
-        self._set("dimension", dimension)
-        self._set("square_norm", n)
-        self._set("shift", shift)
-        self._set("sigma", s)
-        self._set("target_delta", target)
-        self._set("_worst", None if shift is not None else WorstShiftProfile(n, dimension, s))
-
-    sensitivity: float
-    dimension: int
-    square_norm: int
-    shift: int | None
-    sigma: float
-    target_delta: float | None
-    _worst: WorstShiftProfile | None
+        init_fields(self, sensitivity=d, dimension=dimension, square_norm=n, shift=shift, sigma=s, target_delta=target,
+                    _worst=None if shift is not None else WorstShiftProfile(n, dimension, s))
 
     def __repr__(self) -> str:
         return (f"DiscreteGaussianMechanism(sensitivity={self.sensitivity!r}, sigma={self.sigma!r}, "
@@ -238,19 +237,19 @@ class DiscreteGaussianMechanism(Mechanism):
 
     def rdp(self) -> RenyiDP:
         if self._worst is None:
-            return super().rdp()
+            return Mechanism.rdp(self)
         rho = float(self.zcdp().rho)
         return RenyiDP(curve=lambda a: a * rho, description=f"Rényi curve of {self.name} (from {rho:.6g}-zCDP)")
 
     def delta(self, epsilon: float) -> float:
         """The smallest delta at epsilon over every integer shift (an upper bound for vectors, see the class)."""
         if self._worst is None:
-            return super().delta(epsilon)
+            return Mechanism.delta(self, epsilon)
         return self._worst.delta(check_epsilon(epsilon))
 
     def approx_dp(self, delta: float) -> ApproxDP:
         if self._worst is None:
-            return super().approx_dp(delta)
+            return Mechanism.approx_dp(self, delta)
         dl = check_delta(delta, open_interval=True)
         eps = self._worst.epsilon(dl)
         return ApproxDP(epsilon=Estimate(eps, kind="upper", method="worst integer shift (exact sums) or zCDP"),
@@ -258,7 +257,7 @@ class DiscreteGaussianMechanism(Mechanism):
 
     def profile(self) -> PrivacyProfile:
         if self._worst is None:
-            return super().profile()
+            return Mechanism.profile(self)
         worst = self._worst
         return PrivacyProfile(delta_function=lambda e: worst.delta(float(e)), epsilon_function=worst.epsilon,
                               kind="upper", description=f"profile of {self.name}, worst integer shift")

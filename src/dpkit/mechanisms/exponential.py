@@ -33,8 +33,9 @@ Contract
 from __future__ import annotations
 
 import math
+from dataclasses import field
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -46,6 +47,7 @@ from dpkit.distributions import Finite
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PrivacyProfile, PureDP, RenyiDP, ZCDP
 from dpkit.guarantees.conversions import pure_to_profile, pure_to_rdp, pure_to_zcdp
+from dpkit._value import init_fields, value_object
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, check_confidence
 from dpkit.mechanisms._selection_sampling import MAX_MULTIPLICITY, _Gaps, _sample_permute_and_flip, _sample_softmax
 from dpkit.mechanisms.bounded_range import _br_delta, _br_profile, _br_rdp, _br_zcdp
@@ -121,13 +123,26 @@ def _check_noise(noise: object) -> Noise:
 # ---------------------------------------------------------------------------------------------
 # the mechanisms
 # ---------------------------------------------------------------------------------------------
+@value_object(init=False)
 class _Selection(Mechanism):
     """Shared parts of the selection mechanisms: parameters, validation, release, accuracy."""
 
     name = "selection"
-    _law: Literal["softmax", "permute-and-flip"] = "softmax"
 
-    def _init(self, sensitivity: float, epsilon: float | None, scale: float | None, monotonic: bool) -> None:
+    epsilon: float
+    sensitivity: float  # the utility sensitivity
+    monotonic: bool
+    # c = epsilon / (factor * sensitivity) as an exact fraction: what the exact sampler uses
+    _coefficient: Fraction = field(repr=False, compare=False)
+
+    @property
+    def _law(self) -> Literal["softmax", "permute-and-flip"]:
+        """The law of the selected index: softmax (exponential mechanism) or permute-and-flip."""
+        return "softmax"
+
+    def _init(self, sensitivity: float, epsilon: float | None, scale: float | None, monotonic: bool,
+              **more: Any) -> None:
+        """Validate the shared parameters and set every field (``more``: a subclass's own fields)."""
         delta_u = check_positive("sensitivity", sensitivity)
         if not isinstance(monotonic, (bool, np.bool_)):
             raise ArgumentTypeError(f"monotonic must be True or False; got {monotonic!r}.")
@@ -152,15 +167,8 @@ class _Selection(Mechanism):
                 "[2**-1000, 2**1000], where the sampler's floating-point certificates hold; "
                 "rescale the utilities."
             )
-        self._set("epsilon", eps)
-        self._set("sensitivity", delta_u)
-        self._set("monotonic", bool(monotonic))
-        self._set("_coefficient", coefficient)
-
-    epsilon: float
-    sensitivity: float
-    monotonic: bool
-    _coefficient: Fraction
+        init_fields(self, epsilon=eps, sensitivity=delta_u, monotonic=bool(monotonic), _coefficient=coefficient,
+                    **more)
 
     @property
     def scale(self) -> float:
@@ -364,6 +372,7 @@ class _Selection(Mechanism):
                 f"monotonic={self.monotonic})")
 
 
+@value_object(init=False, repr=False)  # repr: _Selection's
 class Exponential(_Selection):
     r"""The exponential mechanism, sampled exactly: choose i with probability ∝ exp(c u_i).
 
@@ -416,7 +425,6 @@ class Exponential(_Selection):
     """
 
     name = "exponential mechanism"
-    _law = "softmax"
 
     def __init__(self, *, sensitivity: float, epsilon: float | None = None, scale: float | None = None,
                  monotonic: bool = False) -> None:
@@ -537,6 +545,7 @@ class Exponential(_Selection):
         return _br_rdp(self.epsilon, self.name)
 
 
+@value_object(init=False)
 class ReportNoisyMax(_Selection):
     r"""Report-noisy-max: the index of the largest utility plus independent noise, sampled exactly.
 
@@ -589,17 +598,18 @@ class ReportNoisyMax(_Selection):
     ([0.1839, 0.8161], '1.0-DP')
     """
 
-    name = "report-noisy-max"
+    noise: Noise
+    name: str = field(repr=False, compare=False)  # "report-noisy-max (<noise> noise)"
 
     def __init__(self, *, sensitivity: float, epsilon: float | None = None, scale: float | None = None,
                  noise: Noise = "gumbel", monotonic: bool = False) -> None:
         kind = _check_noise(noise)
-        self._init(sensitivity, epsilon, scale, monotonic)
-        self._set("noise", kind)
-        self._set("_law", "softmax" if kind == "gumbel" else "permute-and-flip")
-        self._set("name", f"report-noisy-max ({kind} noise)")
+        self._init(sensitivity, epsilon, scale, monotonic, noise=kind, name=f"report-noisy-max ({kind} noise)")
 
-    noise: Noise
+    @property
+    def _law(self) -> Literal["softmax", "permute-and-flip"]:
+        """Gumbel noise: the exponential mechanism's softmax; exponential noise: permute-and-flip."""
+        return "softmax" if self.noise == "gumbel" else "permute-and-flip"
 
     @property
     def bounded_range(self) -> float:

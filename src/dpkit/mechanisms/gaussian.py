@@ -19,6 +19,7 @@ from dpkit.divergences.pairs import DiscreteGaussianShift, gaussian_delta
 from dpkit.errors import InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PrivacyProfile, ZCDP
 from dpkit.guarantees.conversions import zcdp_to_approx_dp, zcdp_to_profile
+from dpkit._value import init_fields, value_object
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release
 from dpkit.mechanisms._grid import power_of_two_at_most, release_on_grid
 from dpkit.random.exact import gaussian_noise
@@ -77,6 +78,16 @@ def discrete_gaussian_half_width(sigma: float, confidence: float) -> float:
     return math.ceil(sigma * math.sqrt(2.0 * math.log(2.0 / (1.0 - confidence))))
 
 
+def _grid_delta(dimension: int, units: float, grid_sigma: float, epsilon: float) -> Estimate:
+    """delta(epsilon) of the grid release at this grid scale, an upper bound (the exact discrete
+    Gaussian pair's sum rounded up for one value, CKS 2020 Thm 7; zCDP and CKS Cor 13 for vectors)."""
+    if dimension == 1:
+        log_norm = DiscreteGaussian(0, grid_sigma).log_normalizer
+        return DiscreteGaussianShift(int(units), grid_sigma, log_norm).hockey_stick(epsilon)
+    rho = up(Fraction(units) ** 2 / (2 * Fraction(grid_sigma) ** 2))
+    return zcdp_to_profile(ZCDP(rho)).delta(epsilon)
+
+
 def bisect_sigma(ok: Callable[[float], bool], guess: float) -> float:
     """Smallest sigma with ok(sigma) (ok monotone: False below, True above), upper end of the bracket."""
     lo, hi = guess, guess
@@ -92,6 +103,7 @@ def bisect_sigma(ok: Callable[[float], bool], guess: float) -> float:
     return bisect_monotone(ok, lo, hi, side="upper", rtol=1e-12)
 
 
+@value_object(init=False)
 class Gaussian(Mechanism):
     r"""The Gaussian mechanism, analytic calibration by default, floating-point safe.
 
@@ -124,6 +136,14 @@ class Gaussian(Mechanism):
     """
 
     name = "Gaussian mechanism"
+
+    sensitivity: float  # l2 sensitivity of the query, output units
+    dimension: int  # number of values released together
+    grid: float  # the power-of-two grid g, output units
+    units: float  # D: the l2 sensitivity on the grid after rounding, grid units (an integer for dimension 1)
+    calibration: str  # "analytic" or "classical"
+    grid_sigma: float  # s: the discrete Gaussian noise scale, grid units
+    target_delta: float | None  # the delta of the (epsilon, delta) target it was calibrated for, if any
 
     def __init__(self, *, sensitivity: float, epsilon: float | None = None, delta: float | None = None,
                  sigma: float | None = None, calibration: str = "analytic", dimension: int = 1,
@@ -165,34 +185,13 @@ class Gaussian(Mechanism):
         else:
             grid = power_of_two_at_most(min(sig, s2 / math.sqrt(dimension)) / 2.0**granularity_bits)
         units = math.floor(s2 / grid) + (1 if dimension == 1 else 0)
-        units_l2 = units if dimension == 1 else s2 / grid + math.sqrt(dimension)
-        self._set("sensitivity", s2)
-        self._set("dimension", dimension)
-        self._set("grid", grid)
-        self._set("units", units_l2)
-        self._set("calibration", calibration)
+        units_l2: float = units if dimension == 1 else s2 / grid + math.sqrt(dimension)
         grid_sigma = sig / grid
         if target is not None:
             eps, dl = target
-            grid_sigma = bisect_sigma(lambda s: self._delta_at(s, eps) <= dl, grid_sigma)
-        self._set("grid_sigma", grid_sigma)
-        self._set("target_delta", None if target is None else target[1])
-
-    sensitivity: float
-    dimension: int
-    grid: float
-    units: float
-    grid_sigma: float
-    calibration: str
-    target_delta: float | None
-
-    def _delta_at(self, grid_sigma: float, epsilon: float) -> Estimate:
-        """delta(epsilon) at this grid scale, an upper bound (the float sum rounded up, or CKS Cor 13)."""
-        if self.dimension == 1:
-            log_norm = DiscreteGaussian(0, grid_sigma).log_normalizer
-            return DiscreteGaussianShift(int(self.units), grid_sigma, log_norm).hockey_stick(epsilon)
-        rho = up(Fraction(self.units) ** 2 / (2 * Fraction(grid_sigma) ** 2))
-        return zcdp_to_profile(ZCDP(rho)).delta(epsilon)
+            grid_sigma = bisect_sigma(lambda s: _grid_delta(dimension, units_l2, s, eps) <= dl, grid_sigma)
+        init_fields(self, sensitivity=s2, dimension=dimension, grid=grid, units=units_l2, calibration=calibration,
+                    grid_sigma=grid_sigma, target_delta=None if target is None else target[1])
 
     @classmethod
     def calibrate(cls, *, epsilon: float, delta: float, sensitivity: float, dimension: int = 1) -> Gaussian:
@@ -238,16 +237,16 @@ class Gaussian(Mechanism):
         return ZCDP(Estimate(rho, kind="upper", method="discrete Gaussian zCDP (CKS Thm 14)"))
 
     def delta(self, epsilon: float) -> Estimate:
-        return self._delta_at(self.grid_sigma, epsilon)
+        return _grid_delta(self.dimension, self.units, self.grid_sigma, epsilon)
 
     def approx_dp(self, delta: float) -> ApproxDP:
         if self.dimension == 1:
-            return super().approx_dp(delta)
+            return Mechanism.approx_dp(self, delta)
         return zcdp_to_approx_dp(self.zcdp(), delta=delta)
 
     def profile(self) -> PrivacyProfile:
         if self.dimension == 1:
-            return super().profile()
+            return Mechanism.profile(self)
         return zcdp_to_profile(self.zcdp())
 
     def release(self, value: ArrayLike, *, rng: np.random.Generator | None = None, confidence: float = 0.95) -> Release:

@@ -11,6 +11,7 @@ from dpkit._math import Estimate, check_count, check_epsilon, check_positive
 from dpkit.distributions import DiscreteLaplace
 from dpkit.guarantees import ApproxDP, PrivacyProfile, PureDP, ZCDP
 from dpkit.guarantees.conversions import pure_to_profile
+from dpkit._value import init_fields, value_object
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release
 from dpkit.mechanisms._grid import power_of_two_at_most, release_on_grid
 from dpkit.random import discrete_laplace
@@ -19,6 +20,7 @@ from dpkit.errors import InvalidArgumentError
 __all__ = ["Laplace"]
 
 
+@value_object(init=False)
 class Laplace(Mechanism):
     r"""The Laplace mechanism (seed 004; Dwork & Roth 2014, Def 3.3 and Thm 3.6), floating-point safe.
 
@@ -50,6 +52,12 @@ class Laplace(Mechanism):
 
     name = "Laplace mechanism"
 
+    sensitivity: float  # l1 sensitivity of the query, output units
+    dimension: int  # number of values released together
+    grid: float  # the power-of-two grid g, output units
+    units: int  # D: the l1 sensitivity on the grid after rounding, grid units
+    grid_scale: float  # t: the discrete Laplace noise scale, grid units
+
     def __init__(self, *, sensitivity: float, epsilon: float | None = None, scale: float | None = None,
                  dimension: int = 1, granularity_bits: int = 10) -> None:
         delta_1 = check_positive("sensitivity", sensitivity)
@@ -74,17 +82,7 @@ class Laplace(Mechanism):
         else:
             b = check_positive("scale", scale)
             t = b / grid
-        self._set("sensitivity", delta_1)
-        self._set("dimension", dimension)
-        self._set("grid", grid)
-        self._set("units", units)
-        self._set("grid_scale", t)
-
-    sensitivity: float
-    dimension: int
-    grid: float
-    units: int
-    grid_scale: float
+        init_fields(self, sensitivity=delta_1, dimension=dimension, grid=grid, units=units, grid_scale=t)
 
     @property
     def scale(self) -> float:
@@ -116,17 +114,17 @@ class Laplace(Mechanism):
 
     def delta(self, epsilon: float) -> float:
         if self.dimension == 1:
-            return super().delta(epsilon)
+            return Mechanism.delta(self, epsilon)
         return float(pure_to_profile(self.pure_dp()).delta(epsilon))
 
     def approx_dp(self, delta: float) -> ApproxDP:
         if self.dimension == 1:
-            return super().approx_dp(delta)
+            return Mechanism.approx_dp(self, delta)
         return ApproxDP(epsilon=pure_to_profile(self.pure_dp()).epsilon(delta), delta=delta)
 
     def profile(self) -> PrivacyProfile:
         if self.dimension == 1:
-            return super().profile()
+            return Mechanism.profile(self)
         return pure_to_profile(self.pure_dp())
 
     def zcdp(self) -> ZCDP:

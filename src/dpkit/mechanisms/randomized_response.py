@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
@@ -40,6 +40,7 @@ from dpkit.distributions import Bernoulli, Finite
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import PureDP, WassersteinDP, ZCDP
 from dpkit.guarantees.conversions import pure_to_zcdp
+from dpkit._value import init_fields, value_object
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, check_confidence
 from dpkit.random import is_insecure
 from dpkit.random.exact import LazyUniform, check_rng, exp_neg_enclosure, floor_scaled
@@ -105,6 +106,7 @@ class FrequencyEstimate:
         return np.asarray(np.sqrt(self.variance), dtype=np.float64)
 
 
+@value_object(init=False)
 class RandomizedResponse(Mechanism):
     r"""Randomized response over ``categories`` values: keep the truth with probability p.
 
@@ -153,6 +155,13 @@ class RandomizedResponse(Mechanism):
 
     name = "randomized response"
 
+    epsilon: float
+    categories: int  # k
+    keep_probability: float  # p = e^eps / (e^eps + k - 1), a float (the sampler uses _threshold)
+    other_probability: float  # q = p e^-eps, the probability of each other category
+    # floor(2^64 p) from an exact enclosure of p: the sampler keeps the truth below it
+    _threshold: int = field(repr=False, compare=False)
+
     def __init__(self, *, epsilon: float | None = None, keep_probability: float | None = None,
                  categories: int = 2) -> None:
         k = _categories(categories)
@@ -179,19 +188,11 @@ class RandomizedResponse(Mechanism):
                 f"epsilon must be at most {_MAX_LOG_ODDS:g} for randomized response; got {eps}. The "
                 "flip probability would underflow float64, and such a release is effectively unnoised."
             )
-        self._set("epsilon", eps)
-        self._set("categories", k)
         # log p = -log1p((k-1) e^-eps), log q = log p - eps: accurate for every eps and k
         log_keep = -math.log1p((k - 1) * math.exp(-eps))
-        self._set("keep_probability", math.exp(log_keep))
-        self._set("other_probability", math.exp(log_keep - eps))
-        self._set("_threshold", floor_scaled(_keep_enclosure(Fraction(eps), k), 64))
-
-    epsilon: float
-    categories: int
-    keep_probability: float
-    other_probability: float
-    _threshold: int
+        init_fields(self, epsilon=eps, categories=k, keep_probability=math.exp(log_keep),
+                    other_probability=math.exp(log_keep - eps),
+                    _threshold=floor_scaled(_keep_enclosure(Fraction(eps), k), 64))
 
     def __repr__(self) -> str:
         return f"RandomizedResponse(epsilon={self.epsilon!r}, categories={self.categories})"
@@ -226,7 +227,7 @@ class RandomizedResponse(Mechanism):
     def wasserstein_dp(self, order: float = 1.0) -> WassersteinDP:
         """Binary: the distance between the pair's laws on {0, 1}.  k > 2: refused (categories have no metric)."""
         if self.categories == 2:
-            return super().wasserstein_dp(order)
+            return Mechanism.wasserstein_dp(self, order)
         raise UnsupportedError(
             "k-ary randomized response reports categories, which have no metric: a Wasserstein "
             "distance between its output laws is not defined."
@@ -242,7 +243,7 @@ class RandomizedResponse(Mechanism):
         The exact max divergence of the pair is epsilon; the pair's float masses can put the
         computed value an ulp below it, and a reported epsilon is never understated.
         """
-        from_pair = float(super().pure_dp().epsilon)
+        from_pair = float(Mechanism.pure_dp(self).epsilon)
         # the release keeps the truth with the exact probability e^eps/(e^eps + k - 1) (an exact
         # enclosure, not the float keep_probability), so its loss is epsilon exactly; the pair's
         # float masses, whose max divergence is now computed exactly and rounded up, differ from it
