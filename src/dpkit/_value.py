@@ -27,6 +27,7 @@ Pure standard library; imports nothing from dpkit.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import Field, FrozenInstanceError, field
 from typing import Any, Generic, TypeVar, dataclass_transform, overload
@@ -76,28 +77,49 @@ def value_object(
     return wrap if cls is None else wrap(cls)
 
 
-def init_fields(obj: object, **values: Any) -> None:
+def init_fields(obj: object, /, **values: Any) -> None:
     """Set every field of the value object ``obj`` once, from its hand-written ``__init__``.
 
     Each field without a default must be given; a field with a default (or default factory) that is
     not given gets it.  A missing or unknown name is a bug in the class, not the caller's: it raises
     :class:`AssertionError` (dpkit's signal for an internal inconsistency, see :mod:`dpkit.errors`).
+    The fields of each class are read once (a mechanism's construction is on the hot path).
     """
-    names = set()
-    for f in dataclasses.fields(obj):  # type: ignore[arg-type]  # obj is a dataclass instance by contract
-        names.add(f.name)
-        if f.name in values:
-            value = values[f.name]
-        elif f.default is not dataclasses.MISSING:
-            value = f.default
+    cls = type(obj)
+    plan = _PLANS.get(cls)
+    if plan is None:
+        plan = _PLANS[cls] = _plan(cls)
+    names, defaults = plan
+    for name, make in defaults:
+        if name not in values:
+            values[name] = make()
+    if values.keys() != names:
+        missing, unknown = sorted(names - values.keys()), sorted(values.keys() - names)
+        raise AssertionError(f"{cls.__name__}.__init__ sets its fields wrongly: missing {missing}, unknown {unknown}.")
+    for name, value in values.items():
+        _object_setattr(obj, name, value)
+
+
+_object_setattr = object.__setattr__
+
+#: per class: the names of its fields, and (name, maker) for each field that has a default
+_PLANS: dict[type, tuple[frozenset[str], tuple[tuple[str, Callable[[], Any]], ...]]] = {}
+
+
+def _same(value: _T) -> _T:
+    return value
+
+
+def _plan(cls: type) -> tuple[frozenset[str], tuple[tuple[str, Callable[[], Any]], ...]]:
+    names: list[str] = []
+    defaults: list[tuple[str, Callable[[], Any]]] = []
+    for f in dataclasses.fields(cls):
+        names.append(f.name)
+        if f.default is not dataclasses.MISSING:
+            defaults.append((f.name, functools.partial(_same, f.default)))
         elif f.default_factory is not dataclasses.MISSING:
-            value = f.default_factory()
-        else:
-            raise AssertionError(f"{type(obj).__name__}.__init__ did not set the field {f.name!r}.")
-        object.__setattr__(obj, f.name, value)
-    unknown = values.keys() - names
-    if unknown:
-        raise AssertionError(f"{type(obj).__name__} has no field(s) {sorted(unknown)}.")
+            defaults.append((f.name, f.default_factory))
+    return frozenset(names), tuple(defaults)
 
 
 class Lazy(Generic[_T]):
