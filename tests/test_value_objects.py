@@ -67,7 +67,7 @@ def test_frozen_slotted_dataclass_refusing_assignment_with_an_immutable_message(
     with pytest.raises(dataclasses.FrozenInstanceError, match="immutable"):
         setattr(obj, name, before)
     with pytest.raises(AttributeError, match="immutable"):
-        setattr(obj, "not_a_field", 1)
+        obj.not_a_field = 1
     with pytest.raises(AttributeError, match="immutable"):
         delattr(obj, name)
     assert getattr(obj, name) is before
