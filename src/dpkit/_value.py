@@ -12,14 +12,17 @@ How the classes built with it set their fields, the only two ways dpkit uses:
 * the dataclass's own ``__init__``, with validation and the fields derived from the arguments set in
   ``__post_init__`` through ``object.__setattr__`` (the distributions, the release intervals);
 * a hand-written ``__init__`` where the public arguments are not the stored fields (a mechanism is
-  built from ``epsilon`` or ``scale`` and stores its grid and noise scale): it computes every value
-  first and then sets all fields at once with :func:`init_fields`, which refuses a missing or unknown
-  name (the mechanisms).
+  built from ``epsilon`` or ``scale`` and stores its grid and noise scale; ``Finite`` takes any
+  array-like and stores read-only arrays): it computes every value first and then sets each field
+  with ``object.__setattr__``, as the dataclass's own ``__init__`` of a frozen class does (the
+  Python documentation's way for frozen dataclasses; ``tests/test_value_objects.py`` checks that
+  every field of every such class is set).
 
 A value computed on first use (a cumulative table) is not a field assigned later: the object holds a
 :class:`Lazy` in a field made at construction (``field(default_factory=Lazy, init=False, repr=False,
-compare=False)``), and the :class:`Lazy` stores the value.  Equality and hashing ignore it, a copy
-shares it (the fields it is computed from are the same), and a pickle or a deep copy starts it empty.
+compare=False)``, or set to ``Lazy()`` by a hand-written ``__init__``), and the :class:`Lazy`
+stores the value.  Equality and hashing ignore it, a copy shares it (the fields it is computed from
+are the same), and a pickle or a deep copy starts it empty.
 
 Pure standard library; imports nothing from dpkit.
 """
@@ -27,12 +30,11 @@ Pure standard library; imports nothing from dpkit.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable
 from dataclasses import Field, FrozenInstanceError, field
 from typing import Any, Generic, TypeVar, dataclass_transform, overload
 
-__all__ = ["Lazy", "init_fields", "value_object"]
+__all__ = ["Lazy", "value_object"]
 
 _T = TypeVar("_T")
 
@@ -62,7 +64,7 @@ def value_object(
     """``@dataclass(frozen=True, slots=True)`` whose assignments fail with an "is immutable" message.
 
     ``init``, ``eq`` and ``repr`` are the dataclass options of those names (``init=False``: the class
-    writes its own ``__init__`` and sets its fields with :func:`init_fields`; ``eq=False``: identity
+    writes its own ``__init__`` and sets its fields with ``object.__setattr__``; ``eq=False``: identity
     equality and hash, for objects holding arrays).  With ``slots=True`` the class object is a new one,
     so methods of the decorated class must name their base explicitly (``Base.method(self, ...)``)
     instead of calling ``super()`` without arguments (fixed only in Python 3.14).
@@ -75,51 +77,6 @@ def value_object(
         return made
 
     return wrap if cls is None else wrap(cls)
-
-
-def init_fields(obj: object, /, **values: Any) -> None:
-    """Set every field of the value object ``obj`` once, from its hand-written ``__init__``.
-
-    Each field without a default must be given; a field with a default (or default factory) that is
-    not given gets it.  A missing or unknown name is a bug in the class, not the caller's: it raises
-    :class:`AssertionError` (dpkit's signal for an internal inconsistency, see :mod:`dpkit.errors`).
-    The fields of each class are read once (a mechanism's construction is on the hot path).
-    """
-    cls = type(obj)
-    plan = _PLANS.get(cls)
-    if plan is None:
-        plan = _PLANS[cls] = _plan(cls)
-    names, defaults = plan
-    for name, make in defaults:
-        if name not in values:
-            values[name] = make()
-    if values.keys() != names:
-        missing, unknown = sorted(names - values.keys()), sorted(values.keys() - names)
-        raise AssertionError(f"{cls.__name__}.__init__ sets its fields wrongly: missing {missing}, unknown {unknown}.")
-    for name, value in values.items():
-        _object_setattr(obj, name, value)
-
-
-_object_setattr = object.__setattr__
-
-#: per class: the names of its fields, and (name, maker) for each field that has a default
-_PLANS: dict[type, tuple[frozenset[str], tuple[tuple[str, Callable[[], Any]], ...]]] = {}
-
-
-def _same(value: _T) -> _T:
-    return value
-
-
-def _plan(cls: type) -> tuple[frozenset[str], tuple[tuple[str, Callable[[], Any]], ...]]:
-    names: list[str] = []
-    defaults: list[tuple[str, Callable[[], Any]]] = []
-    for f in dataclasses.fields(cls):
-        names.append(f.name)
-        if f.default is not dataclasses.MISSING:
-            defaults.append((f.name, functools.partial(_same, f.default)))
-        elif f.default_factory is not dataclasses.MISSING:
-            defaults.append((f.name, f.default_factory))
-    return frozenset(names), tuple(defaults)
 
 
 class Lazy(Generic[_T]):

@@ -41,8 +41,10 @@ class Laplace(ContinuousDistribution):
     scale: float = 1.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "loc", check_finite("loc", self.loc))
-        object.__setattr__(self, "scale", check_positive("scale", self.scale))
+        loc, scale = check_finite("loc", self.loc), check_positive("scale", self.scale)
+        if loc is not self.loc or scale is not self.scale:  # an int or NumPy scalar given: store the float
+            object.__setattr__(self, "loc", loc)
+            object.__setattr__(self, "scale", scale)
 
     def log_density(self, x: ArrayLike) -> Array:
         z = np.abs(as_array(x) - self.loc) / self.scale
@@ -97,8 +99,10 @@ class Gaussian(ContinuousDistribution):
     sigma: float = 1.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "loc", check_finite("loc", self.loc))
-        object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
+        loc, sigma = check_finite("loc", self.loc), check_positive("sigma", self.sigma)
+        if loc is not self.loc or sigma is not self.sigma:  # an int or NumPy scalar given: store the float
+            object.__setattr__(self, "loc", loc)
+            object.__setattr__(self, "sigma", sigma)
 
     def log_density(self, x: ArrayLike) -> Array:
         z = (as_array(x) - self.loc) / self.sigma

@@ -61,9 +61,11 @@ class DiscreteLaplace(DiscreteDistribution):
     _log1p_r: float = field(init=False, repr=False, compare=False)  # ln(1 + r), r = e^{-1/t}
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "loc", _check_integer("loc", self.loc))
+        loc = _check_integer("loc", self.loc)
         scale = check_positive("scale", self.scale)
-        object.__setattr__(self, "scale", scale)
+        if loc is not self.loc or scale is not self.scale:  # a float or NumPy scalar given: store int, float
+            object.__setattr__(self, "loc", loc)
+            object.__setattr__(self, "scale", scale)
         object.__setattr__(self, "_log_norm", _log_tanh(0.5 / scale))
         object.__setattr__(self, "_log1p_r", math.log1p(math.exp(-1.0 / scale)))
 
@@ -139,9 +141,12 @@ class DiscreteGaussian(DiscreteDistribution):
     _cdf_cache: Lazy[tuple[int, Array]] = field(default_factory=Lazy, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "loc", _check_integer("loc", self.loc))
-        object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
-        object.__setattr__(self, "log_normalizer", log_theta(self.sigma, 0.0))
+        loc = _check_integer("loc", self.loc)
+        sigma = check_positive("sigma", self.sigma)
+        if loc is not self.loc or sigma is not self.sigma:  # a float or NumPy scalar given: store int, float
+            object.__setattr__(self, "loc", loc)
+            object.__setattr__(self, "sigma", sigma)
+        object.__setattr__(self, "log_normalizer", log_theta(sigma, 0.0))
 
     def log_density(self, x: ArrayLike) -> Array:
         k = as_array(x) - self.loc

@@ -14,7 +14,7 @@ from dataclasses import field
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpkit._value import Lazy, init_fields, value_object
+from dpkit._value import Lazy, value_object
 from dpkit.distributions._base import Array, DiscreteDistribution, as_array, check_size
 from dpkit.random.exact import check_rng
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError
@@ -56,7 +56,7 @@ class Finite(DiscreteDistribution):
     support: np.ndarray  # read-only
     _numeric: bool = field(repr=False, compare=False)  # whether the support labels are numbers
     # (sorted numeric support, cumulative masses), built on first use (see _sorted)
-    _order: Lazy[tuple[Array, Array]] = field(default_factory=Lazy, repr=False, compare=False)
+    _order: Lazy[tuple[Array, Array]] = field(repr=False, compare=False)
 
     def __init__(self, probabilities: ArrayLike, support: ArrayLike | None = None) -> None:
         p = np.array(probabilities, dtype=np.float64, copy=True).reshape(-1)
@@ -86,7 +86,10 @@ class Finite(DiscreteDistribution):
                 raise InvalidArgumentError("support labels must be distinct.")
         p.setflags(write=False)
         s.setflags(write=False)
-        init_fields(self, probabilities=p, support=s, _numeric=bool(np.issubdtype(s.dtype, np.number)))
+        object.__setattr__(self, "probabilities", p)
+        object.__setattr__(self, "support", s)
+        object.__setattr__(self, "_numeric", bool(np.issubdtype(s.dtype, np.number)))
+        object.__setattr__(self, "_order", Lazy())
 
     def __len__(self) -> int:
         return int(self.probabilities.size)

@@ -6,8 +6,9 @@ Contract
   noise scale.  It knows nothing of budgets (that is :mod:`dpkit.accounting`).  Each mechanism is a
   frozen, slotted dataclass (``@value_object(init=False)``, :mod:`dpkit._value`): its fields are what
   it stores (sensitivity, grid, noise scale in grid units, ...), its own ``__init__`` takes the public
-  arguments (``epsilon`` or ``scale``, ...), computes every field and sets them all at once with
-  :func:`~dpkit._value.init_fields`.  Two mechanisms with equal fields are equal (and hash alike).
+  arguments (``epsilon`` or ``scale``, ...), computes every field and then sets each one with
+  ``object.__setattr__`` (as a frozen dataclass's own ``__init__`` does).  Two mechanisms with equal
+  fields are equal (and hash alike).
 * ``pair`` is a :class:`DominatingPair` (P, Q) of the laws the mechanism *actually releases* on a
   worst-case pair of neighbouring inputs (for grid-snapped releases: the laws on the grid, in grid
   units, rounding included).  Every guarantee is computed from that pair by :mod:`dpkit.divergences`

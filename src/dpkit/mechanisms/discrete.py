@@ -24,7 +24,7 @@ from dpkit.distributions import DiscreteLaplace as _DLap
 from dpkit.divergences.pairs import DiscreteGaussianShift
 from dpkit.errors import InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PrivacyProfile, PureDP, RenyiDP, ZCDP
-from dpkit._value import init_fields, value_object
+from dpkit._value import value_object
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, check_confidence
 from dpkit.mechanisms._discrete_gaussian_vector import WorstShiftProfile, max_square_norm, shift_classes
 from dpkit.mechanisms._grid import NoiseSampler, grid_interval, is_integral, noisy_grid, release_values
@@ -99,7 +99,8 @@ class Geometric(Mechanism):
                 t = math.nextafter(t, math.inf)
         else:
             t = check_positive("scale", scale)
-        init_fields(self, sensitivity=d, scale=t)
+        object.__setattr__(self, "sensitivity", d)  # frozen: set as a dataclass __init__ does
+        object.__setattr__(self, "scale", t)
 
     @property
     def pair(self) -> DominatingPair:
@@ -213,8 +214,13 @@ class DiscreteGaussianMechanism(Mechanism):
             else:
                 s = bisect_sigma(lambda sig: WorstShiftProfile(n, dimension, sig).meets(eps, dl),
                                   analytic_gaussian_sigma(epsilon=eps, delta=dl, sensitivity=math.sqrt(n)))
-        init_fields(self, sensitivity=d, dimension=dimension, square_norm=n, shift=shift, sigma=s, target_delta=target,
-                    _worst=None if shift is not None else WorstShiftProfile(n, dimension, s))
+        object.__setattr__(self, "sensitivity", d)  # frozen: set as a dataclass __init__ does
+        object.__setattr__(self, "dimension", dimension)
+        object.__setattr__(self, "square_norm", n)
+        object.__setattr__(self, "shift", shift)
+        object.__setattr__(self, "sigma", s)
+        object.__setattr__(self, "target_delta", target)
+        object.__setattr__(self, "_worst", None if shift is not None else WorstShiftProfile(n, dimension, s))
 
     def __repr__(self) -> str:
         return (f"DiscreteGaussianMechanism(sensitivity={self.sensitivity!r}, sigma={self.sigma!r}, "

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import field
 from fractions import Fraction
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -47,7 +47,7 @@ from dpkit.distributions import Finite
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PrivacyProfile, PureDP, RenyiDP, ZCDP
 from dpkit.guarantees.conversions import pure_to_profile, pure_to_rdp, pure_to_zcdp
-from dpkit._value import init_fields, value_object
+from dpkit._value import value_object
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, check_confidence
 from dpkit.mechanisms._selection_sampling import MAX_MULTIPLICITY, _Gaps, _sample_permute_and_flip, _sample_softmax
 from dpkit.mechanisms.bounded_range import _br_delta, _br_profile, _br_rdp, _br_zcdp
@@ -140,9 +140,8 @@ class _Selection(Mechanism):
         """The law of the selected index: softmax (exponential mechanism) or permute-and-flip."""
         return "softmax"
 
-    def _init(self, sensitivity: float, epsilon: float | None, scale: float | None, monotonic: bool,
-              **more: Any) -> None:
-        """Validate the shared parameters and set every field (``more``: a subclass's own fields)."""
+    def _init(self, sensitivity: float, epsilon: float | None, scale: float | None, monotonic: bool) -> None:
+        """Validate the shared parameters and set the shared fields (from a subclass's ``__init__``)."""
         delta_u = check_positive("sensitivity", sensitivity)
         if not isinstance(monotonic, (bool, np.bool_)):
             raise ArgumentTypeError(f"monotonic must be True or False; got {monotonic!r}.")
@@ -167,8 +166,10 @@ class _Selection(Mechanism):
                 "[2**-1000, 2**1000], where the sampler's floating-point certificates hold; "
                 "rescale the utilities."
             )
-        init_fields(self, epsilon=eps, sensitivity=delta_u, monotonic=bool(monotonic), _coefficient=coefficient,
-                    **more)
+        object.__setattr__(self, "epsilon", eps)  # frozen: set as a dataclass __init__ does
+        object.__setattr__(self, "sensitivity", delta_u)
+        object.__setattr__(self, "monotonic", bool(monotonic))
+        object.__setattr__(self, "_coefficient", coefficient)
 
     @property
     def scale(self) -> float:
@@ -604,7 +605,9 @@ class ReportNoisyMax(_Selection):
     def __init__(self, *, sensitivity: float, epsilon: float | None = None, scale: float | None = None,
                  noise: Noise = "gumbel", monotonic: bool = False) -> None:
         kind = _check_noise(noise)
-        self._init(sensitivity, epsilon, scale, monotonic, noise=kind, name=f"report-noisy-max ({kind} noise)")
+        self._init(sensitivity, epsilon, scale, monotonic)
+        object.__setattr__(self, "noise", kind)
+        object.__setattr__(self, "name", f"report-noisy-max ({kind} noise)")
 
     @property
     def _law(self) -> Literal["softmax", "permute-and-flip"]:

@@ -19,7 +19,7 @@ from dpkit.divergences.pairs import DiscreteGaussianShift, gaussian_delta
 from dpkit.errors import InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PrivacyProfile, ZCDP
 from dpkit.guarantees.conversions import zcdp_to_approx_dp, zcdp_to_profile
-from dpkit._value import init_fields, value_object
+from dpkit._value import value_object
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release
 from dpkit.mechanisms._grid import power_of_two_at_most, release_on_grid
 from dpkit.random.exact import gaussian_noise
@@ -190,8 +190,13 @@ class Gaussian(Mechanism):
         if target is not None:
             eps, dl = target
             grid_sigma = bisect_sigma(lambda s: _grid_delta(dimension, units_l2, s, eps) <= dl, grid_sigma)
-        init_fields(self, sensitivity=s2, dimension=dimension, grid=grid, units=units_l2, calibration=calibration,
-                    grid_sigma=grid_sigma, target_delta=None if target is None else target[1])
+        object.__setattr__(self, "sensitivity", s2)  # frozen: set as a dataclass __init__ does
+        object.__setattr__(self, "dimension", dimension)
+        object.__setattr__(self, "grid", grid)
+        object.__setattr__(self, "units", units_l2)
+        object.__setattr__(self, "calibration", calibration)
+        object.__setattr__(self, "grid_sigma", grid_sigma)
+        object.__setattr__(self, "target_delta", None if target is None else target[1])
 
     @classmethod
     def calibrate(cls, *, epsilon: float, delta: float, sensitivity: float, dimension: int = 1) -> Gaussian:

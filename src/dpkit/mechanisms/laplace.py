@@ -11,7 +11,7 @@ from dpkit._math import Estimate, check_count, check_epsilon, check_positive
 from dpkit.distributions import DiscreteLaplace
 from dpkit.guarantees import ApproxDP, PrivacyProfile, PureDP, ZCDP
 from dpkit.guarantees.conversions import pure_to_profile
-from dpkit._value import init_fields, value_object
+from dpkit._value import value_object
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release
 from dpkit.mechanisms._grid import power_of_two_at_most, release_on_grid
 from dpkit.random import discrete_laplace
@@ -82,7 +82,11 @@ class Laplace(Mechanism):
         else:
             b = check_positive("scale", scale)
             t = b / grid
-        init_fields(self, sensitivity=delta_1, dimension=dimension, grid=grid, units=units, grid_scale=t)
+        object.__setattr__(self, "sensitivity", delta_1)  # frozen: set as a dataclass __init__ does
+        object.__setattr__(self, "dimension", dimension)
+        object.__setattr__(self, "grid", grid)
+        object.__setattr__(self, "units", units)
+        object.__setattr__(self, "grid_scale", t)
 
     @property
     def scale(self) -> float:

@@ -40,7 +40,7 @@ from dpkit.distributions import Bernoulli, Finite
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import PureDP, WassersteinDP, ZCDP
 from dpkit.guarantees.conversions import pure_to_zcdp
-from dpkit._value import init_fields, value_object
+from dpkit._value import value_object
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, check_confidence
 from dpkit.random import is_insecure
 from dpkit.random.exact import LazyUniform, check_rng, exp_neg_enclosure, floor_scaled
@@ -190,9 +190,11 @@ class RandomizedResponse(Mechanism):
             )
         # log p = -log1p((k-1) e^-eps), log q = log p - eps: accurate for every eps and k
         log_keep = -math.log1p((k - 1) * math.exp(-eps))
-        init_fields(self, epsilon=eps, categories=k, keep_probability=math.exp(log_keep),
-                    other_probability=math.exp(log_keep - eps),
-                    _threshold=floor_scaled(_keep_enclosure(Fraction(eps), k), 64))
+        object.__setattr__(self, "epsilon", eps)  # frozen: set as a dataclass __init__ does
+        object.__setattr__(self, "categories", k)
+        object.__setattr__(self, "keep_probability", math.exp(log_keep))
+        object.__setattr__(self, "other_probability", math.exp(log_keep - eps))
+        object.__setattr__(self, "_threshold", floor_scaled(_keep_enclosure(Fraction(eps), k), 64))
 
     def __repr__(self) -> str:
         return f"RandomizedResponse(epsilon={self.epsilon!r}, categories={self.categories})"
