@@ -77,8 +77,10 @@ class SymmetricInterval:
     half_width: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "values", _frozen_array(self.values))
-        object.__setattr__(self, "half_width", float(self.half_width))
+        values, half_width = _frozen_array(self.values), float(self.half_width)
+        if values is not self.values or half_width is not self.half_width:  # stored again only if converted
+            object.__setattr__(self, "values", values)
+            object.__setattr__(self, "half_width", half_width)
 
     def __len__(self) -> int:
         return 2

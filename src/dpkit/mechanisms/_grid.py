@@ -316,7 +316,9 @@ def _interval_class() -> IntervalFactory:
                 inexact = np.array(self.inexact, dtype=bool)
                 inexact.flags.writeable = False
                 object.__setattr__(self, "inexact", inexact)
-            object.__setattr__(self, "grid", float(self.grid))
+            grid = float(self.grid)
+            if grid is not self.grid:
+                object.__setattr__(self, "grid", grid)
 
         def _exact_ends(self) -> bool:
             """Whether ``values ∓ half_width`` is exact: all are multiples of grid/2 below 2^53 halves."""
