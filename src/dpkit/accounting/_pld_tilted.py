@@ -101,6 +101,16 @@ def _lse(x: Array) -> float:
     return m + math.log(float(np.sum(np.exp(x - m))))
 
 
+def kth_power(z: NDArray[np.complex128], k: int) -> NDArray[np.complex128]:
+    """z^k elementwise as |z|^k e^{i k arg z} (relative error about (pi k + 6) u, the ``rel_power`` of
+    :func:`compose_tilted`'s error bound); 0 where z is 0."""
+    with np.errstate(divide="ignore", invalid="ignore", under="ignore", over="ignore"):
+        mod = np.abs(z)
+        powered = np.exp(k * np.log(mod)) * np.exp(1j * (k * np.angle(z)))
+    powered[mod == 0] = 0.0
+    return np.asarray(powered, dtype=np.complex128)
+
+
 def _readonly(a: Array) -> Array:
     a = np.ascontiguousarray(a, dtype=np.float64)
     a.flags.writeable = False
@@ -676,10 +686,7 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
             np.pad(tf, (0, size - tf.size)), gp.offset % size)
         fold_err = (tf.size / size + 1.0) * _U if tf.size > size else 0.0
         z = sp_fft.rfft(folded.astype(np.longdouble) if extended else folded).astype(np.complex128)
-        with np.errstate(divide="ignore", invalid="ignore", under="ignore", over="ignore"):
-            mod = np.abs(z)
-            powered = np.exp(k * np.log(mod)) * np.exp(1j * (k * np.angle(z)))
-        powered[mod == 0] = 0.0
+        powered = kth_power(z, k)
         spectrum = powered if spectrum is None else spectrum * powered
         # the product's own error (l2, ``err2``) is an error of the vector transformed: amplified by k as the
         # forward FFT's is (|z^k - z'^k| <= k |z - z'| for |z|, |z'| <= 1, and Parseval)

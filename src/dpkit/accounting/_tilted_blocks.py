@@ -37,7 +37,7 @@ import math
 import numpy as np
 from scipy import fft as sp_fft
 
-from dpkit.accounting._pld_tilted import _FFT_C, _U, Factor, _lse
+from dpkit.accounting._pld_tilted import _FFT_C, _U, Factor, _lse, kth_power
 from dpkit.accounting._tilted_laws import LawSpec
 
 #: ln of the tilted mass the window may leave out on each side (its top and bottom are set by Chernoff bounds)
@@ -95,12 +95,7 @@ def laplace_block(spec: LawSpec, k: int, grid: float, lam: float, lam_lo: float,
     idx = (f.offset + np.arange(w.size)) % size
     folded = np.bincount(idx, weights=w, minlength=size)
     fold_err = (w.size / size + 1.0) * _U if w.size > size else 0.0
-    z = sp_fft.rfft(folded)
-    with np.errstate(divide="ignore", invalid="ignore", under="ignore", over="ignore"):
-        mod = np.abs(z)
-        powered = np.exp(k * np.log(mod)) * np.exp(1j * (k * np.angle(z)))
-    powered[mod == 0] = 0.0
-    circ = sp_fft.irfft(powered, size)
+    circ = sp_fft.irfft(kth_power(sp_fft.rfft(folded), k), size)
     out = np.roll(circ, -(lo_i % size))
     log_n = math.log2(max(size, 2))
     a2 = math.sqrt(float(np.dot(w, w)))
