@@ -84,9 +84,13 @@ def laplace_block(spec: LawSpec, k: int, grid: float, lam: float, lam_lo: float,
     lo_s, hi_s = k * f.offset, k * (f.offset + f.mass.size - 1)  # the support, in g_t units
     # the window: where Chernoff bounds on the tilted k-fold law put less than e^{-_WINDOW_LOG} outside (a
     # lumpy law near its largest loss, large tilts, has a lower tail far heavier than a normal one's)
+    # K(+-d) = k (ln M(theta +- d) - c): the tilted k-fold law's cumulants at a few d around 1 / sd, for the
+    # window here and the wrap-around bound below
     thetas = [x / sd for x in (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)]
-    a_lo = max((-_WINDOW_LOG - k * (_lse(lm + (theta - d) * losses) - c)) / d for d in thetas)
-    a_hi = min((_WINDOW_LOG + k * (_lse(lm + (theta + d) * losses) - c)) / d for d in thetas)
+    k_up = [k * (_lse(lm + (theta + d) * losses) - c) for d in thetas]
+    k_down = [k * (_lse(lm + (theta - d) * losses) - c) for d in thetas]
+    a_lo = max((-_WINDOW_LOG - kd) / d for d, kd in zip(thetas, k_down))
+    a_hi = min((_WINDOW_LOG + ku) / d for d, ku in zip(thetas, k_up))
     lo_i = max(math.floor(min(a_lo, center - 8.0 * sd) / g_t), lo_s)
     hi_i = min(math.ceil(max(a_hi, center + 8.0 * sd) / g_t), hi_s)
     size = sp_fft.next_fast_len(hi_i - lo_i + 1, real=True)
@@ -101,14 +105,14 @@ def laplace_block(spec: LawSpec, k: int, grid: float, lam: float, lam_lo: float,
     a2 = math.sqrt(float(np.dot(w, w)))
     r2 = math.sqrt(float(np.dot(out, out))) * (1.0 + 1e-6)
     err2 = k * (_FFT_C * log_n * _U + fold_err) * a2 + (math.pi * k + 7.0 + _FFT_C * log_n) * _U * r2
-    # ---- what wraps onto the window: the tilted k-fold mass above hi_i g_t and below lo_i g_t (Chernoff at a
-    # few tilts theta' around 1 / sd; K(theta') = k (ln M(theta + theta') - c))
+    # ---- what wraps onto the window: the tilted k-fold mass above hi_i g_t and below lo_i g_t (Chernoff at the
+    # same d: P~(S > top) <= e^{K(d) - d top}, P~(S < bottom) <= e^{K(-d) + d bottom})
     top, bottom = hi_i * g_t, lo_i * g_t
     log_wrap = []
     if hi_i < hi_s:
-        log_wrap.append(min(k * (_lse(lm + (theta + d) * losses) - c) - d * top for d in thetas))
+        log_wrap.append(min(ku - d * top for d, ku in zip(thetas, k_up)))
     if lo_i > lo_s:
-        log_wrap.append(min(k * (_lse(lm + (theta - d) * losses) - c) + d * bottom for d in thetas))
+        log_wrap.append(min(kd + d * bottom for d, kd in zip(thetas, k_down)))
     wrap = math.exp(min(_lse(np.array(log_wrap)), 0.0)) * (1.0 + 1e-9) if log_wrap else 0.0
     low = out - (err2 + wrap)
     # tilt weights: each w_j to a relative (2 theta |l_j| + |c| + 8) u, so the k-fold product to (1 + r)^k;
