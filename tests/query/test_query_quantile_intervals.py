@@ -177,6 +177,14 @@ def test_zcdp_share_is_met(open_session: Callable[..., Session]) -> None:
     p = s.plan("SELECT MEDIAN(x) AS med FROM t", rho=0.5, bounds=BOUNDS, quantile_intervals=True,
                bounding_report=False)
     assert p.charge is not None and p.charge.rho <= 0.5
+    # and used: the point and its two ends together meet the share (one mechanism's epsilon split 1/2, 1/4,
+    # 1/4 would charge 3/8 of it); epsilon^2/8 each: the point gets sqrt(8/3)/2 = sqrt(2/3) of the epsilon a
+    # median without interval gets
+    assert p.charge.rho >= 0.5 * (1 - 1e-6)
+    plain = s.plan("SELECT MEDIAN(x) AS med FROM t", rho=0.5, bounds=BOUNDS, bounding_report=False)
+    (with_iv,) = [m for m in p.split.measurements if m.noise == "exponential"]
+    (alone,) = [m for m in plain.split.measurements if m.noise == "exponential"]
+    assert with_iv.point_epsilon == pytest.approx(alone.epsilon * math.sqrt(2 / 3), rel=1e-6)
 
 
 def test_default_output_has_no_quantile_interval(open_session: Callable[..., Session]) -> None:

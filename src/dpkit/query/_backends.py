@@ -7,9 +7,11 @@ back to Python: rows stay in the engine.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -474,16 +476,8 @@ class SparkBackend:
 
     def fetch_arrow(self, sql: str) -> Any:
         """The result of ``sql`` as an Arrow table, with ANSI mode off (see :meth:`fetch`)."""
-        conf = self._spark.conf
-        before = conf.get("spark.sql.ansi.enabled", None)
-        conf.set("spark.sql.ansi.enabled", "false")
-        try:
+        with self._ansi(False):
             return self._spark.sql(sql).toArrow()
-        finally:
-            if before is None:
-                conf.unset("spark.sql.ansi.enabled")
-            else:
-                conf.set("spark.sql.ansi.enabled", before)
 
     def register_table(self, name: str, table: Any) -> None:
         self._spark.createDataFrame(table.to_pandas()).createOrReplaceTempView(name)
@@ -500,11 +494,25 @@ class SparkBackend:
 
     def fetch(self, sql: str) -> list[tuple[Any, ...]]:
         """Run ``sql`` with ANSI mode off, so that overflow or a bad cast on some row gives NULL, not an error."""
+        with self._ansi(False):
+            return [tuple(r) for r in self._spark.sql(sql).collect()]
+
+    def check_constants(self, exprs: list[str]) -> None:
+        """Evaluate ``exprs`` (Spark SQL expressions that read no column) once, with ANSI mode on: a constant
+        that cannot be computed (``CAST('x' AS DOUBLE)``, ``make_date(2020, 13, 1)``) raises here, where with
+        ANSI mode off it would be NULL on every row.  No table is read."""
+        if exprs:
+            with self._ansi(True):
+                self._spark.sql("SELECT " + ", ".join(f"({e}) AS c{i}" for i, e in enumerate(exprs))).collect()
+
+    @contextlib.contextmanager
+    def _ansi(self, on: bool) -> Iterator[None]:
+        """Spark's ANSI mode set to ``on`` for the duration, then restored (or unset) as it was."""
         conf = self._spark.conf
         before = conf.get("spark.sql.ansi.enabled", None)
-        conf.set("spark.sql.ansi.enabled", "false")
+        conf.set("spark.sql.ansi.enabled", "true" if on else "false")
         try:
-            return [tuple(r) for r in self._spark.sql(sql).collect()]
+            yield
         finally:
             if before is None:
                 conf.unset("spark.sql.ansi.enabled")

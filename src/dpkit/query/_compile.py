@@ -146,6 +146,10 @@ _VALUE_ORDER = "__dpkit_value_order__"  # the same, for the distinct values a un
 # SparkBackend runs with ANSI mode off (the same failures give NULL there)
 _SAFE = "dpkit_safe"
 _SAFE_CALL = re.compile(r"\bdpkit_safe\(", re.IGNORECASE)
+# the user's CASTs are compiled as TRY_CAST (_policy.row_expression), a per-unit aggregate's arguments are
+# wrapped in TRY (_sql._safe_aggregate); the session's check runs both strict
+_TRY_CAST_CALL = re.compile(r"\bTRY_CAST\(", re.IGNORECASE)
+_TRY_CALL = re.compile(r"\bTRY\(", re.IGNORECASE)
 
 
 def window_ranking(k: int) -> str:
@@ -181,6 +185,15 @@ def threshold_ranking(k: int) -> str:
 
 
 def _finish(sql: str, dialect: str, *, safe: bool = True) -> str:
+    """Resolve the ``_SAFE`` placeholders: TRY on DuckDB; for ``safe=False`` (the session's check on a table
+    built from the schema) nothing, and on DuckDB every ``TRY_CAST`` a strict ``CAST`` and every ``TRY(e)``
+    plain ``(e)``, so that a cast that fails on a constant (``CAST('x' AS DOUBLE)``, also inside a per-unit
+    aggregate) fails the check instead of turning into NULL on every row of the data (a silently empty answer,
+    charged).  A ``TRY_CAST`` or ``TRY`` written by the user is made strict too: on the check's empty table
+    and row of NULLs it can fail only on constants.  The patterns are matched as text, so a string literal
+    holding ``TRY_CAST(`` changes in the check only, never in a run."""
+    if dialect == "duckdb" and not safe:
+        return _TRY_CALL.sub("(", _TRY_CAST_CALL.sub("CAST(", _SAFE_CALL.sub("(", sql)))
     return _SAFE_CALL.sub("TRY(" if dialect == "duckdb" and safe else "(", sql)
 
 
@@ -488,3 +501,40 @@ def compile_query(spec: QuerySpec, *, privacy_unit: str, values: dict[str, Value
     return Compiled(main=main, key_count=len(keys), columns=out_names, histograms=histograms, distincts=distincts,
                     buckets=buckets, bounded_partitions=bounded, order=partition_order, salt=salt, report=report_sql,
                     max_partitions=int(max_partitions))
+
+
+#: nodes a constant part may not contain: a column, a table or query, an aggregate or window, a placeholder
+_NOT_CONSTANT = (exp.Column, exp.Star, exp.Query, exp.Subquery, exp.Table, exp.AggFunc, exp.Window, exp.Placeholder)
+#: the nodes worth evaluating: a bare literal, NULL or TRUE cannot fail
+_CANNOT_FAIL = (exp.Literal, exp.Null, exp.Boolean, exp.DataType, exp.Identifier, exp.Var)
+
+
+def constant_parts(sql: str, dialect: str) -> list[str]:
+    """The sub-expressions of the statement ``sql`` that read no column (``CAST('x' AS DOUBLE)``,
+    ``make_date(2020, 13, 1)``), each rendered in ``dialect`` with every ``TRY_CAST`` made a strict ``CAST``.
+
+    They are functions of the query's text alone: evaluating them once, strictly, raises an error that
+    no row decides, which the plan (Spark with ANSI mode off, DuckDB under TRY) would turn into NULL on every
+    row.  Each such part is listed, and each of its parts (an engine may fold ``f(...) IS NULL`` without
+    evaluating ``f``).  Bare literals are left out; an aggregate is never one (its arguments may hold one);
+    nothing under a window is looked at.  The plan's own parts that read no column are dpkit's constants,
+    evaluated alike."""
+    tree = sqlglot.parse_one(sql, read=dialect)
+    found: dict[str, None] = {}
+
+    def visit(node: exp.Expression) -> None:
+        if (isinstance(node, (exp.Func, exp.Binary, exp.Unary, exp.Cast, exp.Interval, exp.Case))
+                and not isinstance(node, (*_CANNOT_FAIL, exp.Paren, exp.Alias))
+                and node.find(*_NOT_CONSTANT) is None):
+            strict = node.copy().transform(lambda n: exp.Cast(this=n.this, to=n.args["to"])
+                                           if isinstance(n, exp.TryCast) else n)
+            found[strict.sql(dialect=dialect)] = None
+            # and each part of it, alone: an engine may fold ``f(...) IS NULL`` without evaluating ``f``
+        if isinstance(node, exp.Window):
+            return  # a window function reads the rows (ROW_NUMBER() has no argument, yet is no constant)
+        for child in node.iter_expressions():
+            if isinstance(child, exp.Expression):
+                visit(child)
+
+    visit(tree)
+    return list(found)

@@ -38,7 +38,10 @@ Each partition runs its own selection; a unit touches K partitions, so each gets
 needs (two, 1/4 each; one, 1/2, for q = 0 or 1, whose other end is a clamping bound).  Each end is
 one more exponential mechanism per partition with the same utility sensitivity (see
 ``dpkit.query._result._quantile_ends``), so the aggregate's releases compose (basic composition) to
-epsilon_point + sum of the ends = the aggregate's epsilon: the declared charge is unchanged.
+epsilon_point + sum of the ends = the aggregate's epsilon: the declared charge is unchanged.  Under a
+zCDP share (``rho=``) the aggregate's epsilon is solved so that the point and its ends *together* meet
+the share (their bounds epsilon_i^2/8 add up; one mechanism at the whole epsilon would leave 5/8 of the
+share unused with two ends), so each gets sqrt(8/3) ~ 1.63 times the epsilon it would have otherwise.
 
 **What a query is charged** (:meth:`Split.charge`): the composition of the mechanisms it builds, as one
 :func:`~dpkit.accounting.items.combine` batch of their guarantees -- pure epsilon of the Laplace,
@@ -227,11 +230,14 @@ def mechanism_item(m: CalibratedMechanism) -> PrivacyItem:
     return item
 
 
-def epsilon_for_rho(rho: float, build: Callable[..., CalibratedMechanism], count: int = 1) -> float:
-    """The largest epsilon (to 1e-9 relative) whose mechanism ``build(epsilon)``, used ``count`` times,
-    has a zCDP bound <= rho (read from the mechanism; bisection, never above)."""
+def epsilon_for_rho(rho: float, build: Callable[..., CalibratedMechanism], count: int = 1,
+                    shares: tuple[float, ...] = (1.0,)) -> float:
+    """The largest epsilon (to 1e-9 relative) whose mechanisms ``build(epsilon * s)``, one for each ``s`` in
+    ``shares``, each used ``count`` times, have zCDP bounds summing to <= rho (read from the mechanisms;
+    bisection, never above).  ``shares`` splits one release's epsilon among several (a quantile's point and
+    its interval ends), so that together they meet the share rather than each a part of it."""
     def cost(e: float) -> float:
-        return count * mechanism_item(build(e)).rho
+        return count * math.fsum(mechanism_item(build(e * s)).rho for s in shares)
 
     lo, hi = 0.0, math.sqrt(2.0 * rho / count) if count > 0 else 1.0
     while cost(hi) <= rho:

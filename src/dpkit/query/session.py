@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import secrets
 import time
 from collections.abc import Callable
@@ -57,8 +58,8 @@ from dpkit.accounting.items import PrivacyItem
 from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP
 from dpkit.ledger import Ledger, SQLiteLedger, open_ledger
 from dpkit.query._backends import DuckDBBackend, SparkBackend, is_numeric_type
-from dpkit.query._compile import (Compiled, ValueColumn, compile_query, engine_sql, join_equalities, literal,
-                                  rows_source)
+from dpkit.query._compile import (Compiled, ValueColumn, compile_query, constant_parts, engine_sql, join_equalities,
+                                  literal, rows_source)
 from dpkit.mechanisms import Exponential, Geometric, Laplace
 from dpkit.query._noise import INTEGER_PRIMITIVES, Measurement, Selection, Split, epsilon_for_rho
 from dpkit.query._post import check_post
@@ -81,6 +82,7 @@ Guarantee = PureDP | ApproxDP | ZCDP | GaussianDP  # a query's cost, in its ledg
 REPORT_SHARE = 0.05  # the bounding report's default share of a query's epsilon
 # key types whose DuckDB order is the release order's (dpkit.query._keys.release_order): plain integers
 _INTEGER_TYPES = frozenset({"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"})
+_CHECK_TABLE = re.compile(r"dpkit_(?:null_row|probe|empty)_[0-9a-f]+")
 _BOUNDS_HINT = "pass bounds={{{name!r}: (lo, hi)}} (command line: --bounds {name}=LO:HI)"
 
 
@@ -625,7 +627,10 @@ class Session:
         when a query runs (DuckDB 2 compiles a constant regex pattern then, and evaluates a constant such as
         ``CAST('notadate' AS DATE)`` only when a row reaches it), and under TRY they would turn into NULLs
         and a silently empty answer.  Spark runs the main statement on one row of fixed values
-        (:meth:`SparkBackend.probe_row_copy`: a regex that does not compile fails only when a row reaches it).
+        (:meth:`SparkBackend.probe_row_copy`: a regex that does not compile fails only when a row reaches it),
+        and evaluates every part of the plan that reads no column once with ANSI mode on
+        (:func:`~dpkit.query._compile.constant_parts`: ``CAST('x' AS DOUBLE)`` fails there, where the plan,
+        run with ANSI mode off, would answer NULL on every row).
         A query refused for such a row is refused on its text and the schema alone, so the refusal says
         nothing of the data."""
         try:
@@ -646,9 +651,16 @@ class Session:
                 probe = self._backend.probe_row_copy(self.privacy_unit)
                 if probe is not None:
                     self._backend.fetch(build(probe, None).sql("spark"))
+                # and every part of the plan that reads no column, once with ANSI mode on: with it off (as the
+                # plan runs) CAST('x' AS DOUBLE) or make_date(2020, 13, 1) is NULL on every row, charged
+                for statement in compiled.statements("spark"):
+                    self._backend.check_constants(constant_parts(statement, "spark"))
         except Exception as exc:  # noqa: BLE001 - no row was read, so the engine's message is safe to show
+            # the engine's message without DuckDB's "LINE 1: ..." excerpt of dpkit's compiled plan: the excerpt
+            # quotes the check's tables, whose names are random (sessions may share a connection), cut anywhere
+            message = _CHECK_TABLE.sub("dpkit_check", str(exc).strip().split("\n\nLINE ")[0].strip())
             raise InvalidArgumentError(f"the {self.engine} engine cannot run this query ({type(exc).__name__}): "
-                                       f"{str(exc).strip()} Nothing was spent.") from None
+                                       f"{message} Nothing was spent.") from None
 
     def _values(self, spec: QuerySpec, bounds: dict[str, tuple[float, float]]) -> dict[str, ValueColumn]:
         if not isinstance(bounds, dict):
@@ -843,11 +855,14 @@ class Session:
                     assert v is not None and v.lo is not None and v.hi is not None
                     q = float(agg.q)  # type: ignore[arg-type]
                     c = l_max * max(q, 1.0 - q)
-                    e = epsilon_for_rho(r_each, lambda x, c=c: Exponential(sensitivity=c, epsilon=x / k), count=k)
-                    # with intervals the point and its ends share e, whose zCDP bounds then sum to less than
-                    # the one mechanism's (epsilon^2/8 is convex): the share is still met, never exceeded
-                    measurements.append(Measurement(agg.name, p, f"hist__{v.index}", c, k, e, 0.0, "exponential",
-                                                    q=q, extreme=agg.extreme, intervals=intervals))
+                    m = Measurement(agg.name, p, f"hist__{v.index}", c, k, 1.0, 0.0, "exponential", q=q,
+                                    extreme=agg.extreme, intervals=intervals)
+                    # with intervals the point and its ends share e: solved so that their zCDP bounds together
+                    # (not the one mechanism's at e) meet the share
+                    shares = (m.point_epsilon,) + (m.end_epsilon,) * m.ends
+                    e = epsilon_for_rho(r_each, lambda x, c=c: Exponential(sensitivity=c, epsilon=x / k), count=k,
+                                        shares=shares)
+                    measurements.append(replace(m, epsilon=e))
                     continue
                 bound = _part_bound(p, v, l_max)
                 if bound == 0:
