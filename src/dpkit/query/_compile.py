@@ -522,7 +522,7 @@ def constant_parts(sql: str, dialect: str) -> list[str]:
     tree = sqlglot.parse_one(sql, read=dialect)
     found: dict[str, None] = {}
 
-    def visit(node: exp.Expression) -> None:
+    def visit(node: exp.Expr) -> None:
         if (isinstance(node, (exp.Func, exp.Binary, exp.Unary, exp.Cast, exp.Interval, exp.Case))
                 and not isinstance(node, (*_CANNOT_FAIL, exp.Paren, exp.Alias))
                 and node.find(*_NOT_CONSTANT) is None):
@@ -533,8 +533,7 @@ def constant_parts(sql: str, dialect: str) -> list[str]:
         if isinstance(node, exp.Window):
             return  # a window function reads the rows (ROW_NUMBER() has no argument, yet is no constant)
         for child in node.iter_expressions():
-            if isinstance(child, exp.Expression):
-                visit(child)
+            visit(child)
 
     visit(tree)
     return list(found)
