@@ -203,9 +203,13 @@ def engine_sql(sql: str, dialect: str) -> str:
 
 
 def transpile(sql: str, dialect: str) -> str:
+    """DuckDB-dialect ``sql`` in ``dialect``.  DuckDB's ``TRY(e)`` becomes ``e``: Spark has no such function
+    and runs the plan with ANSI mode off, where a failing row gives NULL as under TRY (sqlglot drops it too,
+    but logs a warning per occurrence on the user's console)."""
     if dialect == "duckdb":
         return sql
-    return sqlglot.transpile(sql, read="duckdb", write=dialect)[0]
+    tree = sqlglot.parse_one(sql, read="duckdb").transform(lambda n: n.this if isinstance(n, exp.Try) else n)
+    return str(tree.sql(dialect=dialect))
 
 
 def primitive_column(primitive: str, value: ValueColumn | None) -> str:
