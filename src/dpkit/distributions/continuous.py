@@ -11,7 +11,7 @@ from scipy import special
 from dpkit._math import check_finite, check_positive
 from dpkit._value import value_object
 from dpkit.distributions._base import Array, ContinuousDistribution, as_array, check_size
-from dpkit.random.exact import check_rng
+from dpkit.random import resolve_rng
 from dpkit.errors import InvalidArgumentError
 
 __all__ = ["Gaussian", "Laplace"]
@@ -77,7 +77,7 @@ class Laplace(ContinuousDistribution):
         return (-math.inf, math.inf)
 
     def sample(self, size: int | tuple[int, ...] = 1, *, rng: np.random.Generator | None = None) -> Array:
-        return check_rng(rng).laplace(self.loc, self.scale, size=check_size(size))
+        return resolve_rng(rng).laplace(self.loc, self.scale, size=check_size(size))
 
 
 @value_object
@@ -133,7 +133,7 @@ class Gaussian(ContinuousDistribution):
         return (-math.inf, math.inf)
 
     def sample(self, size: int | tuple[int, ...] = 1, *, rng: np.random.Generator | None = None) -> Array:
-        return check_rng(rng).normal(self.loc, self.sigma, size=check_size(size))
+        return resolve_rng(rng).normal(self.loc, self.sigma, size=check_size(size))
 
 
 def _check_unit(u: ArrayLike) -> Array:

@@ -12,7 +12,7 @@ from scipy import special
 from dpkit._math import check_positive, check_probability
 from dpkit._value import Lazy, value_object
 from dpkit.distributions._base import Array, DiscreteDistribution, as_array, check_size
-from dpkit.random.exact import check_rng
+from dpkit.random import resolve_rng
 from dpkit.distributions.theta import log_theta, second_moment
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError
 
@@ -107,7 +107,7 @@ class DiscreteLaplace(DiscreteDistribution):
         return (-math.inf, math.inf)
 
     def sample(self, size: int | tuple[int, ...] = 1, *, rng: np.random.Generator | None = None) -> Array:
-        gen = check_rng(rng)
+        gen = resolve_rng(rng)
         p = -math.expm1(-1.0 / self.scale)
         size = check_size(size)
         g1 = gen.geometric(p, size=size) - 1
@@ -206,7 +206,7 @@ class DiscreteGaussian(DiscreteDistribution):
     def sample(self, size: int | tuple[int, ...] = 1, *, rng: np.random.Generator | None = None) -> Array:
         # Rejection from a discrete Laplace proposal (CKS 2020, Algorithm 3), in floating point:
         # fine for simulation; releases use dpkit.random's exact sampler.
-        gen = check_rng(rng)
+        gen = resolve_rng(rng)
         size = check_size(size)
         n = int(np.prod(size)) if isinstance(size, tuple) else int(size)
         t = math.floor(self.sigma) + 1.0
@@ -298,7 +298,7 @@ class Bernoulli(DiscreteDistribution):
         return (0.0, 1.0)
 
     def sample(self, size: int | tuple[int, ...] = 1, *, rng: np.random.Generator | None = None) -> Array:
-        return (check_rng(rng).random(check_size(size)) < self.p).astype(np.float64)
+        return (resolve_rng(rng).random(check_size(size)) < self.p).astype(np.float64)
 
     def to_finite(self) -> Finite:
         """The same law as a :class:`~dpkit.distributions.Finite` on support [0, 1]."""

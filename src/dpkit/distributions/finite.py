@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike
 
 from dpkit._value import Lazy, value_object
 from dpkit.distributions._base import Array, DiscreteDistribution, as_array, check_size
-from dpkit.random.exact import check_rng
+from dpkit.random import resolve_rng
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["Finite", "align"]
@@ -183,7 +183,7 @@ class Finite(DiscreteDistribution):
         return (float(live[0]), float(live[-1]))
 
     def sample(self, size: int | tuple[int, ...] = 1, *, rng: np.random.Generator | None = None) -> np.ndarray:
-        gen = check_rng(rng)
+        gen = resolve_rng(rng)
         cum = np.cumsum(self.probabilities)
         u = gen.random(check_size(size)) * cum[-1]
         idx = np.minimum(np.searchsorted(cum, u, side="right"), cum.size - 1)

@@ -463,7 +463,7 @@ def release_on_grid(mechanism: GridMechanism, value: ArrayLike, *, rng: np.rando
     replays exactly the stream it had drawn.
     """
     from dpkit.mechanisms._base import Release, check_confidence
-    from dpkit.random import default_rng, is_insecure
+    from dpkit.random import is_insecure, resolve_rng
 
     floats, exact = release_values(value)
     c = check_confidence(confidence)
@@ -473,7 +473,7 @@ def release_on_grid(mechanism: GridMechanism, value: ArrayLike, *, rng: np.rando
             f"dimension=<number of values> and the {norm} sensitivity of the whole vector."
         )
     half = (noise_half_width(c) + 0.5) * mechanism.grid
-    gen = default_rng() if rng is None else rng
+    gen = resolve_rng(rng)
     insecure = is_insecure(gen)
     out, inexact = noisy_grid_chunked(floats, exact, mechanism.grid, sample, gen)
     insecure = is_insecure(gen) or insecure

@@ -29,8 +29,7 @@ from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, check_con
 from dpkit.mechanisms._discrete_gaussian_vector import WorstShiftProfile, max_square_norm, shift_classes
 from dpkit.mechanisms._grid import NoiseSampler, grid_interval, is_integral, noisy_grid, release_values
 from dpkit.mechanisms.gaussian import bisect_sigma, analytic_gaussian_sigma, discrete_gaussian_half_width
-from dpkit.random import discrete_gaussian, discrete_laplace, is_insecure
-from dpkit.random import default_rng as _default_rng
+from dpkit.random import discrete_gaussian, discrete_laplace, is_insecure, resolve_rng
 
 __all__ = ["DiscreteGaussianMechanism", "Geometric"]
 
@@ -56,7 +55,7 @@ def _release_integers(mechanism: Mechanism, value: ArrayLike, rng: np.random.Gen
             "this mechanism releases integers; got a non-integer value (use Laplace or Gaussian). "
             "This message names no value or position."
         )
-    gen = _default_rng() if rng is None else rng
+    gen = resolve_rng(rng)
     insecure = is_insecure(gen)  # before and after: a rewind since the last use is seen even on a replay
     noise = np.asarray(sample(floats.size, gen), dtype=np.int64).reshape(-1)
     insecure = is_insecure(gen) or insecure

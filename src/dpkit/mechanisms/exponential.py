@@ -53,7 +53,7 @@ from dpkit.mechanisms._selection_sampling import MAX_MULTIPLICITY, _Gaps, _sampl
 from dpkit.mechanisms.bounded_range import _br_delta, _br_profile, _br_rdp, _br_zcdp
 from dpkit.mechanisms.bounded_range import bounded_range_delta, bounded_range_epsilon, bounded_range_pair
 from dpkit.random import is_insecure
-from dpkit.random.exact import check_rng
+from dpkit.random import resolve_rng
 
 __all__ = ["Exponential", "ReportNoisyMax", "bounded_range_delta", "bounded_range_epsilon", "bounded_range_pair"]
 
@@ -333,7 +333,7 @@ class _Selection(Mechanism):
         """
         u = _utilities(utilities)
         c = check_confidence(confidence)
-        gen = check_rng(rng)
+        gen = resolve_rng(rng)
         index = self._draw(_Gaps(u, self._coefficient), 1, gen)[0]
         return Release(
             values=np.asarray(index, dtype=np.int64),  # a candidate index, not a float
@@ -366,7 +366,7 @@ class _Selection(Mechanism):
         """
         u = _utilities(utilities)
         n = check_count("size", size, minimum=0)
-        return self._draw(_Gaps(u, self._coefficient), n, check_rng(rng))
+        return self._draw(_Gaps(u, self._coefficient), n, resolve_rng(rng))
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(sensitivity={self.sensitivity!r}, epsilon={self.epsilon!r}, "
@@ -469,7 +469,7 @@ class Exponential(_Selection):
         u = _utilities(utilities)
         ell = _lengths(lengths, u.size)
         c = check_confidence(confidence)
-        gen = check_rng(rng)
+        gen = resolve_rng(rng)
         index = self._draw_runs(u, ell, 1, gen)[0]
         total = int(ell.sum())
         return Release(
@@ -489,7 +489,7 @@ class Exponential(_Selection):
         u = _utilities(utilities)
         ell = _lengths(lengths, u.size)
         n = check_count("size", size, minimum=0)
-        return self._draw_runs(u, ell, n, check_rng(rng))
+        return self._draw_runs(u, ell, n, resolve_rng(rng))
 
     def _draw_runs(self, u: NDArray[np.float64], ell: NDArray[np.int64], size: int,
                    rng: np.random.Generator) -> NDArray[np.int64]:

@@ -43,7 +43,8 @@ from dpkit.guarantees.conversions import pure_to_zcdp
 from dpkit._value import value_object
 from dpkit.mechanisms._base import DominatingPair, Mechanism, Release, check_confidence
 from dpkit.random import is_insecure
-from dpkit.random.exact import LazyUniform, check_rng, exp_neg_enclosure, floor_scaled
+from dpkit.random import resolve_rng
+from dpkit.random.exact import LazyUniform, exp_neg_enclosure, floor_scaled
 
 __all__ = ["FrequencyEstimate", "RandomizedResponse"]
 
@@ -335,7 +336,7 @@ class RandomizedResponse(Mechanism):
         """
         truth = self._indices(values)
         c = check_confidence(confidence)
-        gen = check_rng(rng)
+        gen = resolve_rng(rng)
         reports = self._respond(truth, gen)
         if self.keep_probability >= c:
             interval = (reports.astype(np.float64), reports.astype(np.float64))

@@ -28,7 +28,7 @@ import numpy as np
 from dpkit.query._keys import release_order
 from dpkit.query._post import _nested as _nested_type
 from dpkit.query._post import needs_post, post_process
-from dpkit.random import default_rng, is_insecure
+from dpkit.random import is_insecure, resolve_rng
 
 if TYPE_CHECKING:
     from dpkit.query.session import QueryPlan
@@ -263,7 +263,7 @@ def finish_aggregates(plan: QueryPlan, raw: Any, hists: dict[int, list[tuple[Any
             value[f"distinct__{i}"] = _distinct_values(key_cols, raw.num_rows, drows, nk)
     # the generator every release below draws from: asked before and after drawing, so that a generator
     # seeded, rewound or otherwise tampered with (the default one included) is reported as insecure
-    generator = default_rng() if rng is None else rng
+    generator = resolve_rng(rng)
     insecure_before = is_insecure(generator)
     selection_info = None
     if not spec.keys or plan.public_keys is not None:

@@ -70,6 +70,7 @@ from dpkit.query._keys import build as build_public_keys
 from dpkit.query._keys import forget as forget_public_keys
 from dpkit.query._policy import check_key_type
 from dpkit.query._sql import parse_sql, validate_spec
+from dpkit.random import resolve_rng
 
 __all__ = ["DataDependentFailure", "QueryPlan", "Session"]
 
@@ -1005,9 +1006,7 @@ class Session:
                          quantile_intervals=quantile_intervals)
         if not 0.0 < confidence < 1.0:
             raise InvalidArgumentError(f"confidence must be in (0, 1); got {confidence!r}.")
-        if rng is not None and not isinstance(rng, np.random.Generator):
-            raise ArgumentTypeError(
-                f"rng must be a numpy Generator (or None for the secure default); got {type(rng).__name__}.")
+        generator = resolve_rng(rng)  # refused here, before anything is spent; None: the secure default
         label = plan.spec.text if len(plan.spec.text) <= 200 else plan.spec.text[:197] + "..."
         meta = {"engine": self.engine, "split": {k: list(v) for k, v in plan.split.shares().items()},
                 "max_partitions": plan.max_partitions, "max_rows": plan.max_rows}
@@ -1038,7 +1037,7 @@ class Session:
         t_engine = time.perf_counter() - t_engine
         say("adding noise")
         try:
-            result = finish_aggregates(plan, raw, hists, confidence=confidence, rng=rng, distincts=distincts,
+            result = finish_aggregates(plan, raw, hists, confidence=confidence, rng=generator, distincts=distincts,
                                        nonnegative=nonnegative, report=report)
         except Exception:  # noqa: BLE001 - post-processing is total (tests/adversarial); never a message of data
             failed = True

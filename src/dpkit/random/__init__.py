@@ -7,6 +7,9 @@ What lives here
   :func:`default_rng` (this process's shared secure generator, used by ``rng=None``),
   :func:`insecure_seeded` (a seeded :class:`InsecureGenerator`, for tests and reproducible examples
   only; not private) and :func:`is_insecure` (what a release records about its noise).
+* :func:`resolve_rng`: the one resolver of an ``rng=`` argument that every sampler, mechanism,
+  distribution and query uses (``None`` gives :func:`default_rng`, a ``Generator`` is used as it is,
+  anything else raises :class:`~dpkit.errors.ArgumentTypeError`).
 * Exact samplers, each with ``size`` and a keyword ``rng`` that defaults to :func:`default_rng`:
   :func:`bernoulli_exp` (Bernoulli(:math:`e^{-\gamma}`)), :func:`geometric`
   (:math:`P(k) \propto e^{-k/\mathrm{scale}}`, :math:`k \ge 0`), :func:`discrete_laplace`
@@ -36,7 +39,8 @@ Contract
 3. **Vectorised.**  Work is done on whole arrays in blocks of 65,536 draws; rejection loops run over
    rounds, all pending draws together, never as a Python loop per draw.  Memory is O(size).
 4. **Validated at the boundary.**  Bad parameters raise :class:`ValueError` naming the parameter and
-   value; a non-Generator ``rng`` raises :class:`TypeError`.
+   value; a non-Generator ``rng`` raises :class:`~dpkit.errors.ArgumentTypeError` (a :class:`TypeError`),
+   from :func:`resolve_rng`.
 
 The samplers' exactness arguments are in the docstrings of :mod:`dpkit.random._geometric`,
 :mod:`dpkit.random._bernoulli` and :mod:`dpkit.random._gaussian`; the arithmetic they rely on is in
@@ -50,6 +54,7 @@ for differential privacy" (why floating-point noise is not enough).
 """
 
 from dpkit.random._bernoulli import bernoulli_exp
+from dpkit.random._checks import resolve_rng
 from dpkit.random._gaussian import discrete_gaussian
 from dpkit.random._generators import (
     InsecureGenerator,
@@ -73,5 +78,6 @@ __all__ = [
     "geometric",
     "insecure_seeded",
     "is_insecure",
+    "resolve_rng",
     "secure_rng",
 ]

@@ -44,7 +44,7 @@ from dpkit.random._arith import (
     floor_scaled,
     fraction_enclosure,
 )
-from dpkit.random._checks import Size, check_rng, check_size, count, prime_allocator
+from dpkit.random._checks import Size, check_size, count, prime_allocator, resolve_rng
 from dpkit.random._geometric import _geometric_draws
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError
 
@@ -230,7 +230,7 @@ def bernoulli_exp(
     dtype('bool')
     """
     shape = check_size(size)
-    generator = check_rng(rng)
+    generator = resolve_rng(rng)
     prime_allocator(count(shape) if shape is not None else int(np.size(gamma)))
     if np.ndim(gamma) == 0 and not isinstance(gamma, np.ndarray):
         value = _check_gamma_scalar(gamma)

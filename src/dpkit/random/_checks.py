@@ -1,4 +1,5 @@
-"""Boundary checks shared by the samplers: ``size`` and ``rng``."""
+"""Boundary checks shared by the samplers: ``size``, and ``rng`` (:func:`resolve_rng`, public as
+:func:`dpkit.random.resolve_rng`)."""
 
 from __future__ import annotations
 
@@ -44,8 +45,47 @@ def count(shape: tuple[int, ...] | None) -> int:
     return 1 if shape is None else math.prod(shape)
 
 
-def check_rng(rng: object) -> np.random.Generator:
-    """``rng`` itself if it is a NumPy Generator, the process's secure generator if ``None``."""
+def resolve_rng(rng: object) -> np.random.Generator:
+    """The generator a call with ``rng=rng`` draws from: dpkit's one resolver of an ``rng=`` argument.
+
+    Every sampler, mechanism release, distribution ``sample`` and query in dpkit resolves its ``rng``
+    argument here, so they all accept and refuse the same things:
+
+    * ``None`` gives this process's shared secure generator, :func:`dpkit.random.default_rng`
+      (cryptographically secure, keyed from the operating system, re-keyed in a forked child);
+    * a :class:`numpy.random.Generator` (a :class:`~dpkit.random.SecureGenerator`, an
+      :class:`~dpkit.random.InsecureGenerator`, or any other) is returned as it is;
+    * anything else (an integer seed, a legacy ``numpy.random.RandomState``, the function
+      ``numpy.random.default_rng`` itself) raises :class:`~dpkit.errors.ArgumentTypeError` (a
+      ``TypeError``): a seed is never turned into a generator silently, since noise from a known
+      seed gives no privacy (:func:`dpkit.random.insecure_seeded` makes one, labelled).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator or None
+
+    Returns
+    -------
+    numpy.random.Generator
+
+    Raises
+    ------
+    ArgumentTypeError
+        ``rng`` is neither ``None`` nor a ``numpy.random.Generator``.
+
+    Examples
+    --------
+    >>> from dpkit.random import default_rng, insecure_seeded, resolve_rng
+    >>> resolve_rng(None) is default_rng()
+    True
+    >>> g = insecure_seeded(0)
+    >>> resolve_rng(g) is g
+    True
+    >>> resolve_rng(42)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dpkit.errors.ArgumentTypeError: rng must be a numpy.random.Generator (...) or None; got int.
+    """
     if rng is None:
         return default_rng()
     if not isinstance(rng, np.random.Generator):

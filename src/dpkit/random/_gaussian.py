@@ -117,7 +117,7 @@ from numpy.typing import NDArray
 
 from dpkit._math import check_positive
 from dpkit.random._arith import LazyUniform, exp_neg_enclosure, random_word
-from dpkit.random._checks import Size, check_rng, check_size, count, prime_allocator
+from dpkit.random._checks import Size, check_size, count, prime_allocator, resolve_rng
 from dpkit.random._geometric import _geometric_draws
 from dpkit.errors import InvalidArgumentError
 
@@ -575,7 +575,7 @@ def gaussian_noise(sigma: float, n: int, rng: np.random.Generator) -> NDArray[np
     value = check_positive("sigma", sigma)
     if not (_MIN_SIGMA <= value <= _MAX_SIGMA):
         raise InvalidArgumentError(f"sigma must be in [2**-40, 2**40]; got {value}.")
-    generator = check_rng(rng)
+    generator = resolve_rng(rng)
     prime_allocator(n)
     return _float_draws(_bins(value), n, generator)
 
@@ -649,7 +649,7 @@ def discrete_gaussian(
             "with probability under exp(-2**79); above 2**40 it would leave the exact float range.)"
         )
     shape = check_size(size)
-    generator = check_rng(rng)
+    generator = resolve_rng(rng)
     n = count(shape)
     prime_allocator(n)
     draws = _binned_draws(_bins(value), n, generator)

@@ -68,7 +68,7 @@ from numpy.typing import NDArray
 from dpkit._math import check_positive
 from dpkit.errors import InvalidArgumentError, NumericalAccuracyError
 from dpkit.random._arith import Enclosure, LazyUniform, _ceil_div, exp_neg_enclosure
-from dpkit.random._checks import Size, check_rng, check_size, count, prime_allocator
+from dpkit.random._checks import Size, check_size, count, prime_allocator, resolve_rng
 
 __all__ = ["discrete_laplace", "geometric"]
 
@@ -553,7 +553,7 @@ def geometric(
     """
     value = _check_scale(scale)
     shape = check_size(size)
-    generator = check_rng(rng)
+    generator = resolve_rng(rng)
     n = count(shape)
     prime_allocator(n)
     return _shaped(_geometric_draws(value, n, generator), shape)
@@ -604,7 +604,7 @@ def discrete_laplace(
     """
     value = _check_scale(scale)
     shape = check_size(size)
-    generator = check_rng(rng)
+    generator = resolve_rng(rng)
     n = count(shape)
     prime_allocator(n)
     return _shaped(_laplace_draws(value, n, generator), shape)
