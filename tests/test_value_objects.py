@@ -160,3 +160,37 @@ def test_a_value_object_with_a_lazy_field():
     assert s.get_area() == 9 and repr(s.area) == "Lazy(built)" and s == Square(3) and repr(s).endswith("Square(side=3)")
     with pytest.raises(AttributeError, match="Square is immutable"):
         s.side = 4  # type: ignore[misc]
+
+
+def test_the_accounting_state_is_a_frozen_slotted_dataclass_with_identity_equality() -> None:
+    from dpkit.accounting.state import AccountingState
+    from dpkit.guarantees import PureDP
+
+    s = AccountingState().add(PureDP(0.25), count=2)
+    assert dataclasses.is_dataclass(s) and type(s).__dataclass_params__.frozen and not hasattr(s, "__dict__")
+    for f in dataclasses.fields(s):
+        getattr(s, f.name)  # every field set by the hand-written constructor
+    with pytest.raises(dataclasses.FrozenInstanceError, match="AccountingState is immutable"):
+        s.count = 3  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="immutable"):
+        del s.pure
+    assert s.count == 2 and not s.rdp.flags.writeable
+    assert s == s and s != copy.copy(s)  # identity, as before: it holds an array and a shared log
+    assert repr(s) == "AccountingState(compositions=2, entries=1)"
+    assert s.families()["pld"] and repr(s._laws_cache) == "Lazy(built)"
+    back = pickle.loads(pickle.dumps(s))  # the grouped laws are rebuilt, not carried
+    assert repr(back._laws_cache) == "Lazy(empty)" and float(back.epsilon(1e-6)) == float(s.epsilon(1e-6))
+
+
+def test_an_estimate_is_a_frozen_slotted_dataclass_that_compares_as_its_float() -> None:
+    from dpkit._math import Estimate
+
+    x = Estimate(0.5, kind="interval", lower=0.25, method="m")
+    assert dataclasses.is_dataclass(x) and type(x).__dataclass_params__.frozen and not hasattr(x, "__dict__")
+    assert [f.name for f in dataclasses.fields(x)] == ["kind", "error", "method", "lower"]
+    with pytest.raises(dataclasses.FrozenInstanceError, match="Estimate is immutable"):
+        x.kind = "exact"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError, match="Estimate is immutable"):
+        del x.lower
+    assert x == 0.5 and hash(x) == hash(0.5) and x == Estimate(0.5, kind="upper")  # the float's, as documented
+    assert repr(pickle.loads(pickle.dumps(x))) == repr(x) == repr(copy.deepcopy(x))

@@ -26,10 +26,11 @@ received and, where possible, the fix.
 
 Deliberately outside the tree (the Python protocols they belong to require the builtin class):
 ``AttributeError`` from a module's ``__getattr__``, :class:`dataclasses.FrozenInstanceError` (an
-``AttributeError``) from assigning to an immutable value (a distribution, mechanism, guarantee or
-release), ``IndexError`` from a two-element interval's ``__getitem__``, ``NotImplementedError`` from
-abstract methods, ``ZeroDivisionError`` from directed-rounding arithmetic, and ``ArithmeticError`` /
-``AssertionError`` raised by internal consistency checks (those mean a dpkit bug: please report them).
+``AttributeError``) from assigning to an immutable value (a distribution, mechanism, guarantee,
+release, accounting state or :class:`~dpkit._math.Estimate`), ``IndexError`` from a two-element
+interval's ``__getitem__``, ``NotImplementedError`` from abstract methods, ``ZeroDivisionError`` from
+directed-rounding arithmetic, and ``ArithmeticError`` / ``AssertionError`` raised by internal
+consistency checks (those mean a dpkit bug: please report them).
 The tree is documented for users in ``docs/errors.md``.
 """
 

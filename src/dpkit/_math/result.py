@@ -19,7 +19,13 @@ Every divergence and privacy parameter that dpkit computes is returned as an :cl
 * ``lower``: the certified lower end of an ``"interval"`` (``None`` for the other kinds; see
   :attr:`Estimate.lower_bound` and :attr:`Estimate.upper_bound` for every kind).
 
-An Estimate is immutable: its attributes cannot be assigned after construction.
+An Estimate is immutable: a frozen, slotted dataclass (:func:`dpkit._value.value_object`) whose
+fields ``kind``, ``error``, ``method`` and ``lower`` are set once in ``__new__`` with
+``object.__setattr__``; assigning to or deleting an attribute raises
+:class:`dataclasses.FrozenInstanceError` (an ``AttributeError``) saying "Estimate is immutable", as for
+every dpkit value object.  Because it is a ``float`` (its value lives in the float, made by
+``float.__new__``), the dataclass writes no ``__init__``, ``__eq__`` or ``__repr__``: comparisons and
+hashing stay the float's, and the repr is the one below.
 
 Arithmetic is interval arithmetic
 ---------------------------------
@@ -49,6 +55,7 @@ from fractions import Fraction
 from numbers import Integral, Rational, Real
 from collections.abc import Callable
 from typing import Any, Literal
+from dpkit._value import value_object
 from dpkit.errors import InvalidArgumentError
 
 Kind = Literal["exact", "numerical", "upper", "lower", "interval"]
@@ -58,6 +65,7 @@ _METHOD_LIMIT = 160
 _INF = math.inf
 
 
+@value_object(init=False, eq=False, repr=False)
 class Estimate(float):
     """A float tagged with its kind, absolute error and the method that produced it.
 
@@ -82,7 +90,6 @@ class Estimate(float):
     (True, 'upper')
     """
 
-    __slots__ = ("kind", "error", "method", "lower")
     kind: Kind
     error: float
     method: str
@@ -112,11 +119,6 @@ class Estimate(float):
         object.__setattr__(obj, "lower", lo)
         return obj
 
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError("an Estimate is immutable; build a new one (Estimate(value, kind=...)).")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError("an Estimate is immutable.")
 
     # ---- the interval each kind certifies -------------------------------------------------------
     @property

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import field
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -44,6 +45,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpkit._math import Estimate, check_count, check_delta, check_epsilon
+from dpkit._value import Lazy, value_object
 from dpkit.accounting.items import ORDERS, PrivacyItem, as_item
 from dpkit.errors import InvalidArgumentError, UnsupportedError
 
@@ -151,8 +153,21 @@ _COUNTED_KINDS = ("subsampled", "symmetric", "subsampled_laplace", "symmetric_la
 
 
 # ---- the state --------------------------------------------------------------------------------------
+#: what :meth:`AccountingState._laws` groups the log into: law key -> count, or "none" when an item has no law
+_Laws = dict[Any, int] | Literal["none"]
+
+
+@value_object(init=False, eq=False, repr=False)
 class AccountingState:
     """An immutable snapshot of everything composed so far (see the module docstring).
+
+    A frozen, slotted dataclass (:func:`dpkit._value.value_object`): assigning to or deleting an
+    attribute raises :class:`dataclasses.FrozenInstanceError`.  Its ``__init__`` takes no argument (the
+    empty state); :meth:`add` builds each new state by setting the fields directly, the frozen
+    dataclass's own way.  Equality and hashing are identity (as before: the fields hold an array and
+    a log shared between snapshots), and the repr is the short one below.  Two things are computed on
+    first use and kept, outside the value: the laws grouped for PLD composition (a
+    :class:`~dpkit._value.Lazy`) and the memo of ``epsilon``/``delta`` answers (a dict).
 
     >>> from dpkit.guarantees import PureDP
     >>> s = AccountingState().add(PureDP(0.1), count=10)
@@ -160,20 +175,17 @@ class AccountingState:
     True
     """
 
-    __slots__ = ("_log", "_n", "count", "pure", "basic_epsilon", "basic_delta", "rho", "mu2", "rdp",
-                 "_laws_cache", "_answers")
-
     _log: list[tuple[PrivacyItem, int]]  # shared, append-only; this snapshot is its first _n entries
     _n: int
-    _laws_cache: Any  # None until read, "none" if some entry has no law, else the grouped laws
-    _answers: dict[Any, Any]  # memoised epsilon/delta answers of this snapshot
     count: int
     pure: float
     basic_epsilon: float
     basic_delta: float
     rho: float
     mu2: float
-    rdp: NDArray[np.float64]
+    rdp: NDArray[np.float64]  # read-only
+    _laws_cache: Lazy[_Laws] = field(compare=False)  # the grouped laws, built on first read
+    _answers: dict[Any, Any] = field(compare=False)  # memoised epsilon/delta answers of this snapshot
 
     def __init__(self) -> None:
         self._init([], 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, np.zeros(len(ORDERS)))
@@ -181,13 +193,18 @@ class AccountingState:
     def _init(self, log: list[tuple[PrivacyItem, int]], n: int, count: int, pure: float, be: float, bd: float,
               rho: float, mu2: float, rdp: NDArray[np.float64]) -> None:
         rdp.flags.writeable = False
-        for name, value in (("_log", log), ("_n", n), ("count", count), ("pure", pure), ("basic_epsilon", be),
-                            ("basic_delta", bd), ("rho", rho), ("mu2", mu2), ("rdp", rdp),
-                            ("_laws_cache", None), ("_answers", {})):
-            object.__setattr__(self, name, value)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError("an AccountingState is immutable; add() returns a new one.")
+        set_ = object.__setattr__  # the frozen dataclass's own way of setting its fields
+        set_(self, "_log", log)
+        set_(self, "_n", n)
+        set_(self, "count", count)
+        set_(self, "pure", pure)
+        set_(self, "basic_epsilon", be)
+        set_(self, "basic_delta", bd)
+        set_(self, "rho", rho)
+        set_(self, "mu2", mu2)
+        set_(self, "rdp", rdp)
+        set_(self, "_laws_cache", Lazy())
+        set_(self, "_answers", {})
 
     def __repr__(self) -> str:
         return f"AccountingState(compositions={self.count}, entries={self._n})"
@@ -227,16 +244,16 @@ class AccountingState:
     # ---- the PLD laws, grouped ---------------------------------------------------------------------
     def _laws(self) -> dict[Any, int] | None:
         """law key -> count (Gaussians merged into ("gaussian", mu^2 sum)); None if an item has no law."""
-        cache = self._laws_cache
-        if cache is not None:
-            return cache if cache != "none" else None
+        laws = self._laws_cache.get(self._group_laws)
+        return None if laws == "none" else laws
+
+    def _group_laws(self) -> _Laws:
         out: dict[Any, int] = {}
         mu2 = 0.0
         for it, k in self._log[: self._n]:
             law = it.law
             if law is None:
-                object.__setattr__(self, "_laws_cache", "none")
-                return None
+                return "none"
             if law[0] == "gaussian":
                 mu2 = _add_up(mu2, _mul_up(k, _up(law[1] * law[1])))
                 continue
@@ -248,7 +265,6 @@ class AccountingState:
             out[key] = out.get(key, 0) + k
         if mu2 > 0:
             out[("gaussian", mu2)] = 1
-        object.__setattr__(self, "_laws_cache", out)
         return out
 
     # ---- reading -------------------------------------------------------------------------------------

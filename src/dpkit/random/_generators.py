@@ -139,6 +139,16 @@ class _KeyedBitGenerator:
     (``ctypes``/``cffi``) raises TypeError, and so does setting any attribute.  It records the
     process id that keyed it and re-keys itself from the operating system when it is used in another
     process (a child made by any ``fork()``, including a raw one that runs no Python at-fork hook).
+
+    Why these refusals are written by hand rather than made with :func:`dpkit._value.value_object`: a bit
+    generator is not a value but a stream whose state changes with every draw (inside randomgen's C
+    code), so "frozen" cannot mean "unchanging"; it means that no caller can seed it or see or set
+    that state.  A frozen dataclass would give none of that: it guards only attribute assignment (the
+    state is changed through randomgen's ``state``, ``seed``, ``advance``, ``jumped``, pickling and raw
+    pointers, each refused here), its generated ``__init__``, equality and hash would replace the C
+    base's, and its refusal (``FrozenInstanceError``, an ``AttributeError``) says nothing useful: these
+    are security refusals, an :class:`~dpkit.errors.ArgumentTypeError` whose message says why and what
+    to use instead (pinned by ``tests/random/test_random_generators.py``).
     """
 
     _parent: type[Any]
@@ -279,6 +289,13 @@ class SecureGenerator(np.random.Generator):
     first used in a new process, whatever made the process (``os.fork``, a raw ``fork()`` through
     ctypes, ``multiprocessing``), because every use checks the process id (about 0.3 microseconds
     per method call, nothing per draw).
+
+    Not a :func:`dpkit._value.value_object` (nor is :class:`InsecureGenerator`): a generator is a
+    :class:`numpy.random.Generator` subclass, a stream whose state every draw changes, not a value; a
+    frozen dataclass would guard only attribute assignment, replace NumPy's ``__init__`` and equality,
+    and refuse with an uninformative ``FrozenInstanceError``, while these refusals are security
+    refusals (:class:`~dpkit.errors.ArgumentTypeError`, saying what to use instead; see
+    ``_KeyedBitGenerator`` for the bit generator's own).
 
     Parameters
     ----------
