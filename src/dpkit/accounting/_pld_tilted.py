@@ -812,7 +812,7 @@ def _exact_moments(parts: Sequence[tuple[Factor, int]], lam: float) -> tuple[flo
     return Cumulants(parts)(lam)
 
 
-def solve_increasing(f, target: float, x0: float, rtol: float = 1e-4,  # type: ignore[no-untyped-def]
+def solve_increasing(f: Callable[[float], tuple[float, float]], target: float, x0: float, rtol: float = 1e-4,
                      saturate: bool = False) -> tuple[float, bool]:
     """(x, hit): the root x > 0 of the increasing f(x) = (value, slope) = target, by Newton steps from x0
     kept inside a bracket (a step leaving it is replaced by bisection in ln x, or by a factor of 8 while

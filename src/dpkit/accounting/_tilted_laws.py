@@ -33,9 +33,11 @@ beyond its last point has mass Phi((x_lo + mu^2/2)/mu) and losses at most -ln(1 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy import special
 
 from dpkit._math.bisection import bisect_monotone
@@ -147,7 +149,7 @@ class LawSpec:
             return -hi, hi, x_h
         return lo, _g(x_h, q), x_h
 
-    def log_tail_fn(self, x_h: float):  # type: ignore[no-untyped-def]
+    def log_tail_fn(self, x_h: float) -> Callable[[float], float] | None:
         """lambda -> ln of the bound on the tilted mass left out above the last point."""
         q, mu = self.q, self.mu
         if self.kind == "laplace":
@@ -227,7 +229,8 @@ class LawSpec:
         return out
 
 
-def _symmetrize(off: int, mass, inf: float, eta: float, nu, grid: float):  # type: ignore[no-untyped-def]
+def _symmetrize(off: int, mass: NDArray[np.float64], inf: float, eta: float, nu: NDArray[np.float64] | None,
+                grid: float) -> tuple[int, NDArray[np.float64], float, float, NDArray[np.float64]]:
     """The symmetric completion (losses l > 0 kept, mirror e^{-l} m at -l, the rest at 0) of a factor;
     see :func:`dpkit.accounting.subsampling._symmetrized` for why it is the pair to compose."""
     idx_all = off + np.arange(mass.size)

@@ -99,7 +99,8 @@ def _steer(parts: Parts, log_delta: float | None, eps: float | None, k_total: in
     def locate(fs: Sequence[tuple[Factor, int]], block: float) -> tuple[float, float, float]:
         if log_delta is not None:
             return saddle_lambda(fs, log_delta, block, hint=hint if hint > 0 else None)
-        return _lambda_for_eps(fs, float(eps), block, hint=hint if hint > 0 else None)  # type: ignore[arg-type]
+        assert eps is not None  # exactly one of log_delta and eps is given
+        return _lambda_for_eps(fs, float(eps), block, hint=hint if hint > 0 else None)
 
     cut = _cut_range(hint)
     g = _grid(parts, sd1, cut, k_total, grid_factor, max_points) if grid is None else float(grid)
@@ -143,7 +144,8 @@ def _coarse_stage(parts: tuple[tuple[LawSpec, int], ...], log_delta: float | Non
     def locate(fs: Sequence[tuple[Factor, int]]) -> tuple[float, float, float]:
         if log_delta is not None:
             return saddle_lambda(fs, log_delta, 0.3 * sd1)
-        return _lambda_for_eps(fs, float(eps), 0.3 * sd1)  # type: ignore[arg-type]
+        assert eps is not None  # exactly one of log_delta and eps is given
+        return _lambda_for_eps(fs, float(eps), 0.3 * sd1)
 
     lam, e, sd = locate(coarse)
     for _ in range(4):
@@ -188,8 +190,9 @@ def compose_parts(parts: Parts, *, log_delta: float | None = None, eps: float | 
     lam, e_star, sd, g, fine, cut = _steer(parts, log_delta, eps, k_total, grid, grid_factor, max_points)
     if log_delta is None and lam > 0:
         # delta at a given eps: steer the window by the saddle-point estimate of delta
+        assert eps is not None  # exactly one of log_delta and eps is given
         K, _, var = _exact_moments(fine[True], lam)
-        log_delta = min(-1.0, K - lam * float(eps)  # type: ignore[arg-type]
+        log_delta = min(-1.0, K - lam * float(eps)
                         - math.log(lam * (lam + 1.0) * math.sqrt(2.0 * math.pi * max(var, 1e-300))))
     out = _compose_at(parts, fine, lam, e_star, log_delta, g, k_total, which, cut)
     for _ in range(2):

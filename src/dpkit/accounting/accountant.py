@@ -112,7 +112,8 @@ def _rule(budget: Budget, filter: str | dict[str, float]) -> FilterSet:
         return FilterSet(epsilon=math.inf, delta=0.0, filters=(f,), alive=(True,))
     # RenyiDP: each budget order read at the smallest core order above it (RDP is non-decreasing in alpha)
     limits: dict[int, float] = {}
-    for a in budget.orders:  # type: ignore[union-attr]
+    assert budget.orders is not None  # check_budget refused a Rényi budget given by a curve
+    for a in budget.orders:
         i = next(j for j, o in enumerate(ORDERS) if o >= float(a))
         limits[i] = min(limits.get(i, math.inf), float(budget.epsilon(a)))
     idx = tuple(sorted(limits))
@@ -269,7 +270,8 @@ class Accountant:
         if isinstance(b, RenyiDP):
             f = self._rule.filters[0]
             used = {ORDERS[i]: u for i, u in zip(f.orders, f.rdp_used)}
-            orders = [float(a) for a in b.orders]  # type: ignore[union-attr]
+            assert b.orders is not None  # check_budget refused a Rényi budget given by a curve
+            orders = [float(a) for a in b.orders]
             left_at: list[float] = []
             for a in orders:
                 i = next(j for j, o in enumerate(ORDERS) if o >= a)
@@ -353,7 +355,8 @@ class Accountant:
 
     def _delta_left(self) -> float:
         if self._rule.pending is not None:  # nothing spent yet: a first (epsilon, delta) spend may take all of delta
-            return float(self._budget.delta)  # type: ignore[union-attr]
+            assert isinstance(self._budget, ApproxDP)  # the one family that asks what delta is left
+            return float(self._budget.delta)
         left = 0.0
         for f, a in zip(self._rule.filters, self._rule.alive):
             if a and f.kind in ("basic", "approx"):

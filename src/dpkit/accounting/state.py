@@ -185,7 +185,7 @@ class AccountingState:
     mu2: float
     rdp: NDArray[np.float64]  # read-only
     _laws_cache: Lazy[_Laws] = field(compare=False)  # the grouped laws, built on first read
-    _answers: dict[Any, Any] = field(compare=False)  # memoised epsilon/delta answers of this snapshot
+    _answers: dict[tuple[str, float, str], Estimate] = field(compare=False)  # memoised answers of this snapshot
 
     def __init__(self) -> None:
         self._init([], 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, np.zeros(len(ORDERS)))
@@ -288,7 +288,7 @@ class AccountingState:
         key = (what, x, method)
         cached = self._answers.get(key)
         if cached is not None:
-            return cached  # type: ignore[no-any-return]
+            return cached
         if self._n == 0:
             out = Estimate(0.0, kind="exact", method="nothing composed")
         elif method == "best":

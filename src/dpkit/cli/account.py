@@ -12,12 +12,15 @@ from typing import TYPE_CHECKING, Literal
 from dpkit._table import fmt_number, render
 from dpkit.errors import InvalidArgumentError
 
+#: the compositions named on the command line: (family, parameter, count) each
+Items = list[tuple[str, float, int]]
+
 if TYPE_CHECKING:
     from dpkit.accounting import AccountingState
     from dpkit.accounting.items import SubsampledEvent
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "account",
         help="epsilon of k compositions of a mechanism (or a list of mechanisms) by every method",
@@ -102,7 +105,7 @@ _ROWS: tuple[tuple[Literal["basic", "gdp", "zcdp", "rdp", "pld"], str], ...] = (
          ("zcdp", "zCDP (CKS Cor 13)"), ("rdp", "RDP (CKS conversion)"), ("pld", "PLD"))
 
 
-def method_values(items, delta: float) -> list[tuple[str, float, float, str]]:  # type: ignore[no-untyped-def]
+def method_values(items: Items, delta: float) -> list[tuple[str, float, float, str]]:
     """(method, lower, upper, kind) for each method: numbers, for the table and for the plot alike (a
     point value has lower == upper).  Every composition is read from one
     :class:`~dpkit.accounting.AccountingState`; the advanced and optimal theorems for one pure mechanism
@@ -136,7 +139,7 @@ def method_values(items, delta: float) -> list[tuple[str, float, float, str]]:  
     return rows
 
 
-def methods(items, delta: float) -> list[list[str]]:  # type: ignore[no-untyped-def]
+def methods(items: Items, delta: float) -> list[list[str]]:
     """The table rows of :func:`method_values`, formatted."""
     out = []
     for name, lo, hi, kind in method_values(items, delta):
@@ -211,7 +214,7 @@ def subsampled_values(event: SubsampledEvent, count: int, delta: float) -> list[
     return rows
 
 
-def _run_subsampled(args: argparse.Namespace, items, delta: float) -> int:  # type: ignore[no-untyped-def]
+def _run_subsampled(args: argparse.Namespace, items: Items, delta: float) -> int:
     """The subsampled mechanism's rows, read from the accounting state, with the pair(s) it used."""
     from dpkit.accounting.subsampling import subsampling_method
 
@@ -232,7 +235,7 @@ def _run_subsampled(args: argparse.Namespace, items, delta: float) -> int:  # ty
     return 0
 
 
-def _plot(items, delta: float, path: str) -> None:  # type: ignore[no-untyped-def]
+def _plot(items: Items, delta: float, path: str) -> None:
     try:
         import matplotlib
 
@@ -269,7 +272,7 @@ def _plot(items, delta: float, path: str) -> None:  # type: ignore[no-untyped-de
     plt.close(fig)
 
 
-def _scale_items(items, k: int, k_max: int):  # type: ignore[no-untyped-def]
+def _scale_items(items: Items, k: int, k_max: int) -> Items:
     if len(items) == 1:
         return [(items[0][0], items[0][1], k)]
     frac = k / k_max

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from dpkit._table import fmt_number
+
+if TYPE_CHECKING:
+    from dpkit.mechanisms import Mechanism
 
 MECHANISMS = ("laplace", "gaussian", "geometric", "discrete-gaussian")
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "release",
         help="add calibrated, floating-point-safe noise to values and print the guarantee",
@@ -36,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=run)
 
 
-def build(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def build(args: argparse.Namespace) -> Mechanism:
     from dpkit.mechanisms import DiscreteGaussianMechanism, Gaussian, Geometric, Laplace
 
     n = len(args.values)

@@ -6,7 +6,7 @@ import argparse
 from dpkit.errors import InvalidArgumentError
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "verify",
         help="check a finite mechanism (CSV of output probabilities) against (epsilon, delta)-DP",

@@ -219,9 +219,11 @@ def guarantee_to_record(guarantee: object) -> tuple[str, str]:
                 "a RenyiDP given by a callable curve cannot be stored; give it at finitely many orders "
                 "(RenyiDP(orders=..., epsilons=...))."
             )
+        epsilons = guarantee.epsilons
+        assert epsilons is not None  # given together with the orders
         params = {
             "orders": [_num(a) for a in guarantee.orders],
-            "epsilons": [_num(e) for e in guarantee.epsilons],  # type: ignore[union-attr]
+            "epsilons": [_num(e) for e in epsilons],
         }
     else:
         raise ArgumentTypeError(

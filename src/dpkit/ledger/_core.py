@@ -187,7 +187,9 @@ def zero_like(budget: Budget) -> Budget:
         return ZCDP(0.0)
     if isinstance(budget, GaussianDP):
         return PureDP(0.0)
-    return RenyiDP(orders=list(budget.orders), epsilons=[0.0] * len(budget.orders))  # type: ignore[arg-type]
+    orders = budget.orders
+    assert orders is not None, "a ledger's Rényi budget is given at finite orders (a curve cannot be stored)"
+    return RenyiDP(orders=list(orders), epsilons=[0.0] * len(orders))
 
 
 def entry_guarantee(type_name: str, params: str, item: PrivacyItem) -> Guarantee | None:

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["QueryResult", "finish_aggregates", "format_guarantee"]
 
 
-class _FrozenTable(tuple):  # type: ignore[type-arg]
+class _FrozenTable(tuple[Any, ...]):
     """A tuple of rows already made read-only cell by cell (by :func:`_frozen_table`): not walked again."""
 
     __slots__ = ()

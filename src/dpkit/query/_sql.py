@@ -29,7 +29,7 @@ module walks its tree.  It is hand-written because no library decides which SQL 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -207,7 +207,8 @@ def _aggregate(node: exp.Expression, name: str, unit: str | None, scope: _Scope)
         scope.check(cond)
         node = node.this
 
-    def value(kind: str, v: exp.Expression | None, **kw: object) -> Aggregate:
+    def value(kind: str, v: exp.Expression | None, *, q: float | None = None, sample: bool = False,
+              extreme: str | None = None) -> Aggregate:
         if v is None:
             raise InvalidArgumentError(f"{text} needs an argument.")
         if isinstance(v, exp.Distinct):
@@ -216,7 +217,8 @@ def _aggregate(node: exp.Expression, name: str, unit: str | None, scope: _Scope)
         column = _bare(v).name if isinstance(_bare(v), exp.Column) else None  # bounds by column, FILTER or not
         if cond is not None:
             v = exp.Case(ifs=[exp.If(this=cond.copy(), true=v.copy())])
-        return Aggregate(kind, name, expr=row_expression(v, f"the argument of {name}"), column=column, **kw)  # type: ignore[arg-type]
+        return Aggregate(kind, name, expr=row_expression(v, f"the argument of {name}"), column=column, q=q,
+                         sample=sample, extreme=extreme)
 
     if isinstance(node, exp.WithinGroup):  # PERCENTILE_CONT(q) WITHIN GROUP (ORDER BY x)
         order = node.expression
@@ -239,7 +241,8 @@ def _aggregate(node: exp.Expression, name: str, unit: str | None, scope: _Scope)
                 if cond is not None:
                     raise _refuse(f"{text}: COUNT(DISTINCT {unit}) with FILTER is not supported;",
                                   f"filter the rows with WHERE, or count COUNT(DISTINCT {unit}) per group.")
-                scope.seen.add(unit)  # type: ignore[arg-type]
+                assert unit is not None  # scope.is_unit is True only for a named unit
+                scope.seen.add(unit)
                 return Aggregate("count_units", name)
             return value("count_distinct", cols[0])
         return value("count_values", arg)
@@ -322,7 +325,8 @@ class _Outer:
         return _transform_outside_aggregates(node.copy(), swap)
 
 
-def _transform_outside_aggregates(node: exp.Expression, fn) -> exp.Expression:  # type: ignore[no-untyped-def]
+def _transform_outside_aggregates(node: exp.Expression,
+                                  fn: Callable[[exp.Expression], exp.Expression]) -> exp.Expression:
     """Apply ``fn`` top-down, not descending into an aggregate or a node ``fn`` replaced."""
     new: exp.Expression = fn(node)
     if new is not node:
@@ -894,7 +898,7 @@ class _AnyColumns(Collection[str]):
     def __contains__(self, x: object) -> bool:
         return True
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[str]:
         return iter(())
 
     def __len__(self) -> int:
