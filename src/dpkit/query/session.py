@@ -823,14 +823,14 @@ class Session:
             d_each = d_share[agg.name] / len(prims) * (1.0 - 1e-12)
             for p in prims:
                 if p == "histogram":
-                    assert v is not None and v.lo is not None and v.hi is not None
-                    q = float(agg.q)  # type: ignore[arg-type]
+                    assert v is not None and v.lo is not None and v.hi is not None and agg.q is not None
+                    q = float(agg.q)
                     measurements.append(Measurement(agg.name, p, f"hist__{v.index}", l_max * max(q, 1.0 - q), k,
                                                     e_each, 0.0, "exponential", q=q, extreme=agg.extreme,
                                                     intervals=intervals))
                     continue
                 bound = _part_bound(p, v, l_max)
-                column = p if p in ("rows", "units") else f"{p}__{v.index}"  # type: ignore[union-attr]
+                column = p if p in ("rows", "units") else f"{p}__{_value_column(v).index}"
                 if column == "units":
                     column = "__units"
                 kind = "gaussian" if noise == "gaussian" else ("geometric" if p in INTEGER_PRIMITIVES else "laplace")
@@ -853,8 +853,8 @@ class Session:
             r_each = rho * w[agg.name] / len(prims) * (1.0 - 1e-12)
             for p in prims:
                 if p == "histogram":
-                    assert v is not None and v.lo is not None and v.hi is not None
-                    q = float(agg.q)  # type: ignore[arg-type]
+                    assert v is not None and v.lo is not None and v.hi is not None and agg.q is not None
+                    q = float(agg.q)
                     c = l_max * max(q, 1.0 - q)
                     m = Measurement(agg.name, p, f"hist__{v.index}", c, k, 1.0, 0.0, "exponential", q=q,
                                     extreme=agg.extreme, intervals=intervals)
@@ -868,7 +868,7 @@ class Session:
                 bound = _part_bound(p, v, l_max)
                 if bound == 0:
                     raise InvalidArgumentError(f"{agg.name}: the clamping bounds give sensitivity 0; widen them.")
-                column = p if p in ("rows", "units") else f"{p}__{v.index}"  # type: ignore[union-attr]
+                column = p if p in ("rows", "units") else f"{p}__{_value_column(v).index}"
                 if column == "units":
                     column = "__units"
                 if noise == "gaussian":
@@ -1232,7 +1232,7 @@ def _as_number(x: object, temporal: str | None) -> float:
         if isinstance(x, dt.date):
             days = (x - dt.date(1970, 1, 1)).days
             return float(days) if temporal == "date" else days * 86400.0
-    return float(x)  # type: ignore[arg-type]
+    return float(x)  # type: ignore[arg-type]  # float() itself refuses a non-number: _check_bounds reports it
 
 
 def _from_number(x: float, temporal: str) -> Any:
@@ -1241,6 +1241,12 @@ def _from_number(x: float, temporal: str) -> Any:
     if temporal == "date":
         return dt.date(1970, 1, 1) + dt.timedelta(days=math.floor(x))
     return dt.datetime(1970, 1, 1) + dt.timedelta(seconds=x)
+
+
+def _value_column(v: ValueColumn | None) -> ValueColumn:
+    """The value column of a primitive that reads one (all but rows and units): present by construction."""
+    assert v is not None, "a primitive other than rows and units has a value column"
+    return v
 
 
 def _part_bound(primitive: str, v: ValueColumn | None, l_max: int) -> float:
