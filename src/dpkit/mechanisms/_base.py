@@ -41,6 +41,9 @@ from dpkit.divergences import approx_max_divergence, hockey_stick, max_divergenc
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ApproxDP, PrivacyProfile, PureDP, RenyiDP, WassersteinDP, ZCDP
 
+#: the headline guarantee a mechanism is built for and a release records (pure, approximate or zCDP)
+Headline = PureDP | ApproxDP | ZCDP
+
 __all__ = ["DominatingPair", "Mechanism", "Release", "SymmetricInterval"]
 
 
@@ -122,7 +125,7 @@ class Release:
     scale: float
     confidence: float
     interval: tuple[NDArray[np.float64], NDArray[np.float64]] | SymmetricInterval
-    guarantee: Any
+    guarantee: Headline
     mechanism: str
     insecure: bool = False
     details: Mapping[str, Any] = field(default_factory=dict)
@@ -177,7 +180,7 @@ class Mechanism(ABC):
 
     @property
     @abstractmethod
-    def guarantee(self) -> Any:
+    def guarantee(self) -> Headline:
         """The headline guarantee the mechanism was built for."""
 
     @abstractmethod

@@ -74,7 +74,7 @@ from numpy.typing import ArrayLike, NDArray
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError
 
 if TYPE_CHECKING:  # at run time they are imported inside the functions that use them
-    from dpkit.mechanisms._base import Release, SymmetricInterval
+    from dpkit.mechanisms._base import Headline, Release, SymmetricInterval
 
     #: builds a release's interval: (values, half_width, inexact mask or None, grid) -> interval
     IntervalFactory = Callable[[NDArray[np.float64], float, NDArray[np.bool_] | None, float], SymmetricInterval]
@@ -102,7 +102,7 @@ class GridMechanism(Protocol):
     def noise_grid_scale(self) -> float: ...
 
     @property
-    def guarantee(self) -> Any: ...
+    def guarantee(self) -> Headline: ...
 
 #: |round(x / g)| and |K| below this take the int64 path: their sum cannot overflow int64.
 FAST_LIMIT = 2.0**62

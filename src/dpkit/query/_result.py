@@ -247,7 +247,8 @@ def _floats(column: Any) -> np.ndarray:
 
 
 def finish_aggregates(plan: QueryPlan, raw: Any, hists: dict[int, list[tuple[Any, ...]]], *,
-                      confidence: float, rng: Any, distincts: dict[int, list[tuple[Any, ...]]] | None = None,
+                      confidence: float, rng: np.random.Generator | None,
+                      distincts: dict[int, list[tuple[Any, ...]]] | None = None,
                       nonnegative: bool = True, report: tuple[Any, ...] | None = None) -> QueryResult:
     """Noise the engine's aggregates (an Arrow table: key columns, then ``compiled.columns``) and assemble the result.
 
@@ -413,7 +414,8 @@ def _sign(agg: Any, plan: QueryPlan) -> int:
     return 0
 
 
-def _bounding(plan: QueryPlan, report: tuple[Any, ...] | None, rng: Any, confidence: float) -> dict[str, Any]:
+def _bounding(plan: QueryPlan, report: tuple[Any, ...] | None, rng: np.random.Generator | None,
+              confidence: float) -> dict[str, Any]:
     """The bounding report, released with its share of the budget, or the note that there is none."""
     mech = plan.split.report
     if mech is None or report is None:
@@ -601,7 +603,7 @@ def _hist_columns(rows: Any, nk: int) -> tuple[list[Any], np.ndarray, np.ndarray
 
 
 def _quantiles(plan: QueryPlan, m: Any, keys: list[Any], g: int, hists: dict[int, Any],
-               rng: Any, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+               rng: np.random.Generator | None, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One exponential-mechanism release per released partition over the ``buckets + 1`` edges of its grid
     (MIN/MAX: its ``buckets`` buckets); returns the values, their rank-error bounds, and the interval ends (NaN
     unless ``m.ends``: then :func:`_quantile_ends`, one or two more releases per partition on the coarser
@@ -728,7 +730,7 @@ def _ends_note(plan: QueryPlan, m: Any, level: float) -> dict[str, Any]:
                     + ("; the other end is the clamping bound" if m.ends == 1 else "")}
 
 
-def _quantile_ends(m: Any, below: np.ndarray, edges: np.ndarray, c: float, rng: Any,
+def _quantile_ends(m: Any, below: np.ndarray, edges: np.ndarray, c: float, rng: np.random.Generator | None,
                    level: float) -> tuple[float, float]:
     r"""The interval ends of one partition's quantile: two exponential-mechanism releases (one for q = 0 or 1).
 
