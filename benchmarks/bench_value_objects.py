@@ -1,10 +1,12 @@
-"""Cost of dpkit's value objects (distributions, mechanisms, release intervals) before and after a change.
+"""Cost of dpkit's value objects (distributions, mechanisms, release intervals, the accounting state,
+``Estimate``) before and after a change.
 
 Issue 13 turned the hand-rolled immutable classes (``__setattr__`` that raises, ``_set`` through
 ``object.__setattr__``, an instance ``__dict__``) into frozen ``dataclass(slots=True)`` value objects.
 The hot paths that touch them: building a distribution or a mechanism, reading its fields, hashing and
 comparing distributions, a mechanism's ``pair`` and guarantees, and a release (which builds a
-distribution for its interval and a ``GridInterval``).  This benchmark times those paths for two
+distribution for its interval and a ``GridInterval``), the accountant's per-spend ``AccountingState.add``
+(10^4 adds in a row) and ``Estimate`` construction and arithmetic.  This benchmark times those paths for two
 ``src/`` trees under the same load: ``--baseline-src`` (e.g. ``git worktree`` of main, or a
 ``git archive`` of another commit) and ``--src`` (default: this checkout's ``src/``).
 
@@ -39,6 +41,10 @@ assert dpkit.__file__.startswith({src!r}), dpkit.__file__
 from dpkit.distributions import DiscreteGaussian, DiscreteLaplace, Finite, Gaussian as NGauss, Laplace as Lap
 from dpkit.mechanisms import Gaussian, Laplace
 from dpkit.random import insecure_seeded
+from dpkit._math import Estimate
+from dpkit.accounting.items import as_item
+from dpkit.accounting.state import AccountingState
+from dpkit.guarantees import ZCDP, PureDP
 from _harness import time_per_call
 
 lap = Laplace(sensitivity=1.0, epsilon=1.0)
@@ -49,6 +55,16 @@ gau_cal = Gaussian(sensitivity=1.0, epsilon=1.0, delta=1e-5)
 d1, d2 = DiscreteGaussian(0, 3.0), DiscreteGaussian(0, 3.0)
 rng = insecure_seeded(1)
 vec = np.zeros(1000)
+items = [as_item(PureDP(0.01)), as_item(ZCDP(0.001))]
+e1, e2 = Estimate(0.1, kind="upper", method="m"), Estimate(0.25, kind="exact", method="n")
+
+
+def adds():
+    s = AccountingState()
+    for i in range(10_000):
+        s = s.add(items[i & 1])
+
+
 paths = {{
     "distribution Laplace(0, 1)": lambda: Lap(0.0, 1.0),
     "distribution Gaussian(0, 1)": lambda: NGauss(0.0, 1.0),
@@ -67,11 +83,15 @@ paths = {{
     "Laplace.release(1000 values)": lambda: lap_v.release(vec, rng=rng),
     "Gaussian.release(1000 values)": lambda: gau_v.release(vec, rng=rng),
     "release interval ends": lambda: lap_v.release(vec, rng=rng).interval[1],
+    "Estimate(0.1, kind='upper')": lambda: Estimate(0.1, kind="upper", method="m"),
+    "Estimate + Estimate": lambda: e1 + e2,
+    "AccountingState().add(PureDP)": lambda: AccountingState().add(items[0]),
 }}
 slow = {{
     "mechanism Gaussian(sensitivity, epsilon, delta) (calibration)":
         lambda: Gaussian(sensitivity=1.0, epsilon=1.0, delta=1e-5),
     "Gaussian.approx_dp(1e-6) (calibrated)": lambda: gau_cal.approx_dp(1e-6),
+    "AccountingState: 10^4 adds in a row (PureDP, ZCDP alternating)": adds,
 }}
 out = {{}}
 for name, fn in paths.items():
