@@ -19,6 +19,7 @@ loaded machine the fastest round is the one least disturbed by other processes).
 and no raw limit here: the comparison is dpkit against itself, the question being "no slowdown".
 
     .venv/bin/python benchmarks/bench_value_objects.py --baseline-src /path/to/main/src --rounds 5
+    .venv/bin/python benchmarks/bench_value_objects.py --baseline-src ... --only Estimate,AccountingState --rounds 9
 """
 
 from __future__ import annotations
@@ -93,6 +94,9 @@ slow = {{
     "Gaussian.approx_dp(1e-6) (calibrated)": lambda: gau_cal.approx_dp(1e-6),
     "AccountingState: 10^4 adds in a row (PureDP, ZCDP alternating)": adds,
 }}
+only = {only!r}
+paths = {{k: v for k, v in paths.items() if not only or any(o in k for o in only)}}
+slow = {{k: v for k, v in slow.items() if not only or any(o in k for o in only)}}
 out = {{}}
 for name, fn in paths.items():
     out[name] = time_per_call(fn, repeats={repeats}, warmup=2)["median_s"]
@@ -108,13 +112,15 @@ def main() -> None:
     ap.add_argument("--src", default=str(H.ROOT / "src"), help="the src/ directory of the 'after' tree")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--only", default="", help="comma-separated substrings: time only the paths naming one")
     args = ap.parse_args()
     trees = {"before": str(Path(args.baseline_src).resolve()), "after": str(Path(args.src).resolve())}
     runs: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
     for r in range(args.rounds):
         order = ("before", "after") if r % 2 == 0 else ("after", "before")
         for which in order:
-            res = H.run_isolated(_SNIPPET.format(src=trees[which], repeats=args.repeats), label=which)
+            only = [o for o in args.only.split(",") if o]
+            res = H.run_isolated(_SNIPPET.format(src=trees[which], repeats=args.repeats, only=only), label=which)
             if not res.get("ok"):
                 raise SystemExit(f"{which} round {r}: {res.get('error')} {res.get('stderr_tail', '')}")
             runs[which].append(res["result"])
