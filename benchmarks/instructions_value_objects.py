@@ -28,15 +28,35 @@ _CHILD = """
 import os, subprocess, sys
 from dpkit.distributions import Laplace as L, DiscreteLaplace as DL
 from dpkit.mechanisms import Laplace, Gaussian
+from dpkit.mechanisms import Geometric
 from dpkit.random import insecure_seeded
+from dpkit._math import Estimate
+from dpkit.accounting.items import as_item
+from dpkit.accounting.state import AccountingState
+from dpkit.guarantees import PureDP, ZCDP
 lap = Laplace(sensitivity=1.0, epsilon=1.0)
+geo = Geometric(sensitivity=1, epsilon=1.0)
 rng = insecure_seeded(1)
+items = [as_item(PureDP(0.01)), as_item(ZCDP(0.001))]
+box = [AccountingState(), 0]
+e1, e2 = Estimate(0.1, kind="upper", method="m"), Estimate(0.25, kind="exact", method="n")
+
+
+def spend():  # the accountant's per-spend step: one more add to a growing state
+    box[1] += 1
+    box[0] = box[0].add(items[box[1] & 1])
+
+
 paths = {"distribution Laplace(0, 1)": lambda: L(0.0, 1.0),
          "distribution DiscreteLaplace(0, 2.0)": lambda: DL(0, 2.0),
          "mechanism Laplace(sensitivity, epsilon)": lambda: Laplace(sensitivity=1.0, epsilon=1.0),
          "mechanism Gaussian(sensitivity, sigma)": lambda: Gaussian(sensitivity=1.0, sigma=2.0),
          "Laplace.pair": lambda: lap.pair,
-         "Laplace.release(scalar)": lambda: lap.release(42.0, rng=rng)}
+         "Laplace.release(scalar)": lambda: lap.release(42.0, rng=rng),
+         "Geometric.release(scalar)": lambda: geo.release(3, rng=rng),
+         "Estimate(0.1, kind='upper')": lambda: Estimate(0.1, kind="upper", method="m"),
+         "Estimate + Estimate": lambda: e1 + e2,
+         "AccountingState.add (one more spend)": spend}
 fn = paths[sys.argv[1]]; n = int(sys.argv[2])
 for _ in range(50):
     fn()
@@ -48,7 +68,9 @@ subprocess.run(["callgrind_control", "-i", "off", str(os.getpid())], capture_out
 
 PATHS = {"distribution Laplace(0, 1)": 20000, "distribution DiscreteLaplace(0, 2.0)": 20000,
          "mechanism Laplace(sensitivity, epsilon)": 10000, "mechanism Gaussian(sensitivity, sigma)": 10000,
-         "Laplace.pair": 3000, "Laplace.release(scalar)": 300}
+         "Laplace.pair": 3000, "Laplace.release(scalar)": 300, "Geometric.release(scalar)": 300,
+         "Estimate(0.1, kind='upper')": 10000, "Estimate + Estimate": 2000,
+         "AccountingState.add (one more spend)": 3000}
 
 
 def _count(src: str, path: str, n: int) -> int:
@@ -65,11 +87,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--baseline-src", required=True)
     ap.add_argument("--src", default=str(H.ROOT / "src"))
+    ap.add_argument("--only", default="", help="comma-separated substrings: count only the paths naming one")
     args = ap.parse_args()
+    only = [o for o in args.only.split(",") if o]
     trees = {"before": str(Path(args.baseline_src).resolve()), "after": str(Path(args.src).resolve())}
     overhead = {k: _count(v, "Laplace.pair", 0) for k, v in trees.items()}  # the control calls alone
     rows, summary = [], {}
     for path, n in PATHS.items():
+        if only and not any(o in path for o in only):
+            continue
         per = {k: (_count(v, path, n) - overhead[k]) / n for k, v in trees.items()}
         summary[path] = {**per, "n": n, "ratio": per["after"] / per["before"]}
         rows.append([path, f"{per['before']:,.0f}", f"{per['after']:,.0f}", f"{per['after'] / per['before']:.3f}"])
