@@ -149,6 +149,26 @@ def test_hand_checked_example(open_session) -> None:  # noqa: ANN001
     assert got[(None,)]["sum"] == pytest.approx(7.0)
 
 
+@pytest.mark.parametrize("order", ["hash", "md5"])
+def test_a_unit_keeps_its_largest_contributions_then_a_random_choice(open_session, order: str) -> None:  # noqa: ANN001
+    """K binding keeps each unit's partitions with the largest min(n, L) first, ties broken by the salted
+    hash (a fresh random order per query).  Unit 1: 30 rows in key 'big', 4 rows in 'mid' (= L), 1 row in
+    each of 'a'..'h'; K = 3, L = 4: 'big' (min(30, 4) = 4) and 'mid' (4) always, one of 'a'..'h' at random."""
+    singles = list("abcdefgh")
+    table = {"uid": [1] * 30 + [1] * 4 + [1] * len(singles), "k": ["big"] * 30 + ["mid"] * 4 + singles}
+    s = open_session(to_arrow(table))
+    third = set()
+    for _ in range(12):
+        plan = s.plan("SELECT k, COUNT(*) AS n FROM t GROUP BY k", epsilon=1.0, delta=1e-6, max_partitions=3,
+                      max_rows=4, partition_order=order)
+        got = engine_totals(plan, s._backend.fetch(plan.sql))
+        kept = {key[0] for key, v in got.items() if v["units"] > 0}
+        assert {"big", "mid"} <= kept and len(kept) == 3
+        assert got[("big",)]["rows"] == 4 and got[("mid",)]["rows"] == 4
+        third |= kept - {"big", "mid"}
+    assert len(third) >= 3  # the single rows' partitions are chosen afresh by each query's salt
+
+
 def test_pandas_frame_matches_reference(open_session) -> None:  # noqa: ANN001
     """The same through pandas (its NaN reaches DuckDB as NULL; both are dropped, so the totals agree)."""
     import pandas as pd
