@@ -598,7 +598,8 @@ class Session:
             if spec.keys:
                 raise InvalidArgumentError(
                     "max_partitions is required for a GROUP BY query: the number of groups one unit may contribute "
-                    "to (a unit in more groups keeps that many, chosen at random). Pass max_partitions= (command line "
+                    "to (a unit in more groups keeps that many: those it adds most rows to, ties chosen at random). Pass "
+                    "max_partitions= (command line "
                     "--max-partitions), or set it for every query with Session(..., max_partitions=...).")
             k = 1
         k = _check_int("max_partitions", k)
@@ -963,9 +964,10 @@ class Session:
         dialect : str
             SQL dialect of ``query`` ("duckdb" or "spark").
         partition_order : "hash" or "md5"
-            How each unit's ``max_partitions`` partitions are chosen: a fresh random order from the
-            engine's fast hash (default), or from md5, which every engine computes identically (so
-            DuckDB and Spark keep the same partitions), about 7x slower on that step.
+            How each unit's ``max_partitions`` partitions are chosen among those it contributes most to
+            (min(rows, max_rows), largest first): ties broken by a fresh random order from the engine's
+            fast hash (default), or from md5, which every engine computes identically (so DuckDB and Spark
+            keep the same partitions), about 7x slower on that step.
         progress : callable, optional
             Called with a short fixed message at each stage (the messages say nothing of the data; the time
             between them is the engine's wall-clock time, which is not private: see the README's threat model).
