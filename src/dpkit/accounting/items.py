@@ -33,7 +33,7 @@ import functools
 import json
 import math
 from dataclasses import dataclass, field
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -163,9 +163,50 @@ class SubsampledEvent:
         return f"subsampled {self.noise.name}, q={self.sampling_rate:g}, {self.sampling}, {self.neighboring}"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+class _RdpCurve:
+    """An item's Rényi curve at :data:`ORDERS`, computed by ``build`` on first use and kept.
+
+    Made for the items whose curve is a series to sum (the subsampled Gaussian: tens of milliseconds per
+    item), so that composing them by PLD alone never evaluates it.  ``build`` is deterministic (a
+    :func:`functools.partial` of a module function, so the item still pickles); two threads may both call it
+    and get the same array.  A pickle carries the builder, not the value."""
+
+    __slots__ = ("_build", "_value")
+
+    def __init__(self, build: Callable[[], NDArray[np.float64]]) -> None:
+        self._build = build
+        self._value: NDArray[np.float64] | None = None
+
+    def get(self) -> NDArray[np.float64]:
+        v = self._value
+        if v is None:
+            v = _frozen_curve(self._build())
+            self._value = v
+        return v
+
+    @property
+    def ready(self) -> bool:
+        return self._value is not None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_RdpCurve, (self._build,))
+
+
+def _frozen_curve(rdp: Any) -> NDArray[np.float64]:
+    r = np.array(rdp, dtype=np.float64, copy=True)
+    r.flags.writeable = False
+    return r
+
+
+_UNSET: Any = object()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class PrivacyItem:
-    """One use of a mechanism, in every family of the accounting core (see the module docstring)."""
+    """One use of a mechanism, in every family of the accounting core (see the module docstring).
+
+    ``rdp`` may be given as an array or as an :class:`_RdpCurve` (computed on first read of ``item.rdp``;
+    :attr:`rdp_ready` says whether it has been).  ``dataclasses.replace`` keeps a pending curve pending."""
 
     label: str
     event: dict[str, Any] = field(compare=False, hash=False)
@@ -174,16 +215,38 @@ class PrivacyItem:
     approx: tuple[float, float] | None = None
     rho: float = math.inf
     mu: float = math.inf
-    rdp: NDArray[np.float64] = field(default_factory=lambda: _INF_RDP, compare=False, hash=False)
+    # the Rényi curve, or its builder; read it through ``rdp``
+    rdp_curve: NDArray[np.float64] | _RdpCurve = field(default_factory=lambda: _INF_RDP, compare=False, hash=False, repr=False)
     law: tuple[Any, ...] | None = None
     headline: Any = None  # the guarantee a ledger row shows for this item
 
-    def __post_init__(self) -> None:
-        r = np.array(self.rdp, dtype=np.float64, copy=True)
-        r.flags.writeable = False
-        object.__setattr__(self, "rdp", r)
-        if not self.key:
-            object.__setattr__(self, "key", json.dumps(self.event, sort_keys=True))
+    def __init__(self, *, label: str, event: dict[str, Any], key: str = "", epsilon: float = math.inf,
+                 approx: tuple[float, float] | None = None, rho: float = math.inf, mu: float = math.inf,
+                 rdp: Any = _UNSET, law: tuple[Any, ...] | None = None, headline: Any = None,
+                 rdp_curve: NDArray[np.float64] | _RdpCurve | None = None) -> None:
+        if rdp is not _UNSET:  # an explicit curve wins (``replace(item, rdp=...)`` passes both)
+            curve: NDArray[np.float64] | _RdpCurve = rdp if isinstance(rdp, _RdpCurve) else _frozen_curve(rdp)
+        elif rdp_curve is not None:
+            curve = rdp_curve if isinstance(rdp_curve, _RdpCurve) else _frozen_curve(rdp_curve)
+        else:
+            curve = _INF_RDP
+        for name, value in (("label", label), ("event", event),
+                            ("key", key or json.dumps(event, sort_keys=True)), ("epsilon", epsilon),
+                            ("approx", approx), ("rho", rho), ("mu", mu), ("rdp_curve", curve), ("law", law),
+                            ("headline", headline)):
+            object.__setattr__(self, name, value)
+
+    @property
+    def rdp(self) -> NDArray[np.float64]:
+        """The Rényi curve at :data:`ORDERS` (read-only; ``inf`` where none), computed on first read if lazy."""
+        c = self.rdp_curve
+        return c.get() if isinstance(c, _RdpCurve) else c
+
+    @property
+    def rdp_ready(self) -> bool:
+        """Whether reading ``rdp`` is free (the curve is an array, or its builder has run)."""
+        c = self.rdp_curve
+        return c.ready if isinstance(c, _RdpCurve) else True
 
 
 # ---- closed forms ----------------------------------------------------------------------------------
@@ -300,6 +363,13 @@ def _dpsgd_rdp(sigma: float, q: float) -> NDArray[np.float64]:
     return out
 
 
+def _dpsgd_steps_rdp(sigma: float, q: float, steps: int) -> NDArray[np.float64]:
+    """``steps`` DP-SGD steps' curve: one step's (:func:`_dpsgd_rdp`) times steps, raised by 1e-15 relative
+    (covers the product's rounding)."""
+    out: NDArray[np.float64] = _dpsgd_rdp(sigma, q) * (steps * (1 + 1e-15))
+    return out
+
+
 def _from_dpsgd(step: Any, label: str | None) -> PrivacyItem:
     from dpkit.accounting.dpsgd import DPSGDStep
 
@@ -313,9 +383,9 @@ def _from_dpsgd(step: Any, label: str | None) -> PrivacyItem:
         one = _item_gaussian(mu * math.sqrt(step.steps), event, label or step.name)
         return PrivacyItem(label=one.label, event=event, rho=one.rho, mu=one.mu, rdp=one.rdp,
                            law=("gaussian", one.mu), headline=GaussianDP(one.mu))
-    rdp = _INF_RDP
-    if (step.sampling, step.neighboring) == ("poisson", "add_remove"):
-        rdp = _dpsgd_rdp(float(step.sigma), q) * (int(step.steps) * (1 + 1e-15))
+    rdp: NDArray[np.float64] | _RdpCurve = _INF_RDP
+    if (step.sampling, step.neighboring) == ("poisson", "add_remove"):  # computed on first use
+        rdp = _RdpCurve(functools.partial(_dpsgd_steps_rdp, float(step.sigma), q, int(step.steps)))
     kind = "symmetric" if step.neighboring == "substitute" else "subsampled"
     return PrivacyItem(label=label or step.name, event=event, rdp=rdp,
                        law=(kind, mu, q, int(step.steps)), headline=None)
@@ -363,11 +433,11 @@ def _from_subsampled(x: SubsampledEvent, label: str | None) -> PrivacyItem:
         mu = _up(x.shift / sigma)
         if q == 1.0:
             return _item_gaussian(mu, event, name)
-        rdp = _INF_RDP
+        rdp: NDArray[np.float64] | _RdpCurve = _INF_RDP
         if add_remove:  # the noise multiplier sigma / sensitivity, rounded down (less noise: more loss)
             c = float(x.noise.sensitivity)
             z = sigma if c == 1.0 else math.nextafter(sigma / c, 0.0)
-            rdp = _dpsgd_rdp(z, q)
+            rdp = _RdpCurve(functools.partial(_dpsgd_rdp, z, q))  # computed on first use
         kind = "subsampled" if add_remove else "symmetric"
         return PrivacyItem(label=name, event=event, rdp=rdp, law=(kind, mu, q, 1), headline=None)
     t = _up(x.shift / float(x.noise.scale))

@@ -152,6 +152,13 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
 _COUNTED_KINDS = ("subsampled", "symmetric", "subsampled_laplace", "symmetric_laplace")
 
 
+def _rdp_add(acc: NDArray[np.float64], k: int, rdp: NDArray[np.float64]) -> NDArray[np.float64]:
+    """acc + k * rdp, order by order, moved up one float where not 0 (the state's Rényi sum, one addition)."""
+    s = acc + k * rdp
+    out: NDArray[np.float64] = np.where(s != 0.0, np.nextafter(s, np.inf), s)
+    return out
+
+
 # ---- the state --------------------------------------------------------------------------------------
 #: what :meth:`AccountingState._laws` groups the log into: law key -> count, or "none" when an item has no law
 _Laws = dict[Any, int] | Literal["none"]
@@ -183,7 +190,9 @@ class AccountingState:
     basic_delta: float
     rho: float
     mu2: float
-    rdp: NDArray[np.float64]  # read-only
+    # the Rényi sum (read-only), or (an earlier sum, the log length it holds for) while some item's curve is
+    # unread: read it through ``rdp``
+    _rdp: NDArray[np.float64] | tuple[NDArray[np.float64], int]
     _laws_cache: Lazy[_Laws] = field(compare=False)  # the grouped laws, built on first read
     _answers: dict[tuple[str, float, str], Estimate] = field(compare=False)  # memoised answers of this snapshot
 
@@ -191,8 +200,9 @@ class AccountingState:
         self._init([], 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, np.zeros(len(ORDERS)))
 
     def _init(self, log: list[tuple[PrivacyItem, int]], n: int, count: int, pure: float, be: float, bd: float,
-              rho: float, mu2: float, rdp: NDArray[np.float64]) -> None:
-        rdp.flags.writeable = False
+              rho: float, mu2: float, rdp: NDArray[np.float64] | tuple[NDArray[np.float64], int]) -> None:
+        if isinstance(rdp, np.ndarray):
+            rdp.flags.writeable = False
         set_ = object.__setattr__  # the frozen dataclass's own way of setting its fields
         set_(self, "_log", log)
         set_(self, "_n", n)
@@ -202,7 +212,7 @@ class AccountingState:
         set_(self, "basic_delta", bd)
         set_(self, "rho", rho)
         set_(self, "mu2", mu2)
-        set_(self, "rdp", rdp)
+        set_(self, "_rdp", rdp)
         set_(self, "_laws_cache", Lazy())
         set_(self, "_answers", {})
 
@@ -224,11 +234,33 @@ class AccountingState:
         else:
             be = _add_up(self.basic_epsilon, _mul_up(k, it.approx[0]))
             bd = _add_up(self.basic_delta, _mul_up(k, it.approx[1]))
-        s = self.rdp + k * it.rdp
-        rdp = np.where(s != 0.0, np.nextafter(s, np.inf), s)
+        cur = self._rdp
+        rdp: NDArray[np.float64] | tuple[NDArray[np.float64], int]
+        if not isinstance(cur, np.ndarray):
+            rdp = cur  # still pending: the same earlier sum, summed on from the log when read
+        elif it.rdp_ready:
+            rdp = _rdp_add(cur, k, it.rdp)
+        else:  # the item's curve is computed on first use: the sum is too (see ``rdp``)
+            rdp = (cur, self._n)
         new._init(log, self._n + 1, self.count + k, _add_up(self.pure, _mul_up(k, it.epsilon)), be, bd,
                   _add_up(self.rho, _mul_up(k, it.rho)), _add_up(self.mu2, _mul_up(k, _up(it.mu * it.mu))), rdp)
         return new
+
+    @property
+    def rdp(self) -> NDArray[np.float64]:
+        """The Rényi curve at :data:`~dpkit.accounting.items.ORDERS` of everything added (each order's sum
+        rounded up after every addition).  Where an item's curve is computed on first use (a subsampled
+        Gaussian's), the sum is taken here, on first read, from the last sum known, over the log in the
+        order of the additions: the same float operations as an eager sum, so the same array."""
+        cur = self._rdp
+        if isinstance(cur, np.ndarray):
+            return cur
+        acc, start = cur
+        for it, k in self._log[start: self._n]:
+            acc = _rdp_add(acc, k, it.rdp)
+        acc.flags.writeable = False
+        object.__setattr__(self, "_rdp", acc)
+        return acc
 
     @property
     def entries(self) -> tuple[tuple[PrivacyItem, int], ...]:
