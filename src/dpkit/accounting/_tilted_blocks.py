@@ -37,7 +37,7 @@ import math
 import numpy as np
 from scipy import fft as sp_fft
 
-from dpkit.accounting._pld_tilted import _FFT_C, _U, Factor, _lse, kth_power
+from dpkit.accounting._pld_tilted import _FFT_C, _U, Factor, _dot, _l2_up, _lse, kth_power
 from dpkit.accounting._tilted_laws import LawSpec
 
 #: ln of the tilted mass the window may leave out on each side (its top and bottom are set by Chernoff bounds)
@@ -77,8 +77,8 @@ def laplace_block(spec: LawSpec, k: int, grid: float, lam: float, lam_lo: float,
     a = lm + theta * losses
     c = _lse(a)
     w = np.exp(a - c)  # the tilted factor, total 1 up to rounding
-    mu = float(np.dot(w, losses))
-    var = float(np.dot(w, (losses - mu) ** 2))
+    mu = _dot(w, losses)
+    var = _dot(w, (losses - mu) ** 2)
     sd = math.sqrt(k * var) if var > 0 else g_t
     center = k * mu
     lo_s, hi_s = k * f.offset, k * (f.offset + f.mass.size - 1)  # the support, in g_t units
@@ -102,8 +102,8 @@ def laplace_block(spec: LawSpec, k: int, grid: float, lam: float, lam_lo: float,
     circ = sp_fft.irfft(kth_power(sp_fft.rfft(folded), k), size)
     out = np.roll(circ, -(lo_i % size))
     log_n = math.log2(max(size, 2))
-    a2 = math.sqrt(float(np.dot(w, w)))
-    r2 = math.sqrt(float(np.dot(out, out))) * (1.0 + 1e-6)
+    a2 = _l2_up(w)
+    r2 = _l2_up(out) * (1.0 + 1e-6)
     err2 = k * (_FFT_C * log_n * _U + fold_err) * a2 + (math.pi * k + 7.0 + _FFT_C * log_n) * _U * r2
     # ---- what wraps onto the window: the tilted k-fold mass above hi_i g_t and below lo_i g_t (Chernoff at the
     # same d: P~(S > top) <= e^{K(d) - d top}, P~(S < bottom) <= e^{K(-d) + d bottom})
