@@ -78,12 +78,18 @@ def _cut_range(lam: float) -> tuple[float, float]:
     return 0.4 * lam, 1.04 * lam + 0.05
 
 
+_Steered = tuple[float, float, float, float, dict[bool, list[tuple[Factor, int]]], tuple[float, float],
+                 list[Factor | None]]
+
+
 def _steer(parts: Parts, log_delta: float | None, eps: float | None, k_total: int, grid: float | None = None,
-           grid_factor: float = 0.01,
-           max_points: int = 0) -> tuple[float, float, float, float, dict[bool, list[tuple[Factor, int]]],
-                                         tuple[float, float]]:
-    """(lambda*, eps*, sd*, grid, fine pessimistic factors, the tilts they are cut for) for a target delta
-    (or a target eps).
+           grid_factor: float = 0.01, max_points: int = 0) -> _Steered:
+    """(lambda*, eps*, sd*, grid, fine pessimistic factors, the tilts they are cut for, the optimistic
+    factors on the same grid and cut) for a target delta (or a target eps).
+
+    The optimistic factors come from the same half-cell masses as the pessimistic ones (one evaluation of
+    the law's cells for both: the cells are most of a factor's cost), for every law whose optimistic factor
+    is its own (None for a Laplace law composed as a block, :func:`_optimistic`).
 
     A coarse pass (about 2e4 points per law) gives the per-step scale; a second pass at a tenth of it
     gives the saddle point roughly; the grid is ``grid_factor`` times the per-step scale (Laplace grids
@@ -105,13 +111,19 @@ def _steer(parts: Parts, log_delta: float | None, eps: float | None, k_total: in
     cut = _cut_range(hint)
     g = _grid(parts, sd1, cut, k_total, grid_factor, max_points) if grid is None else float(grid)
     for _ in range(4):
-        fine = [(spec.factors(g, cut[1], k_total, (True,), lam_lo=cut[0])[True], k) for spec, k in parts]
+        both = [(spec.factors(g, cut[1], k_total, (True,) if wants_block(spec, k, g) else (True, False),
+                              lam_lo=cut[0]), k) for spec, k in parts]
+        fine = [(fs[True], k) for fs, k in both]
+        opt = [fs.get(False) for fs, _ in both]
+        built_for = cut
         lam2, e2, sd2 = locate(fine, 0.3 * sd1)
         lam, e, sd = lam2, e2, sd2
         if cut[0] <= 0.5 * lam2 and lam2 <= cut[1]:
             break
         cut = _cut_range(lam2)
-    out = (lam, e, sd, g, {True: fine}, cut)
+    if built_for != cut:  # the last cut was not built (four moves): the optimistic factors are made on it later
+        opt = [None] * len(opt)
+    out = (lam, e, sd, g, {True: fine}, cut, opt)
     if len(_STEER_CACHE) >= 4:
         _STEER_CACHE.pop(next(iter(_STEER_CACHE)))
     _STEER_CACHE[key] = out
@@ -121,8 +133,7 @@ def _steer(parts: Parts, log_delta: float | None, eps: float | None, k_total: in
     return out
 
 
-_STEER_CACHE: dict[tuple[object, ...], tuple[float, float, float, float, dict[bool, list[tuple[Factor, int]]],
-                                              tuple[float, float]]] = {}
+_STEER_CACHE: dict[tuple[object, ...], _Steered] = {}
 _FINE_LAMBDA: dict[tuple[object, ...], float] = {}
 
 
@@ -187,14 +198,15 @@ def compose_parts(parts: Parts, *, log_delta: float | None = None, eps: float | 
     1e-3 (relative, in delta) of the located value, the composition is redone at the tilt whose mean is
     that root (at most twice)."""
     k_total = sum(k for _, k in parts)
-    lam, e_star, sd, g, fine, cut = _steer(parts, log_delta, eps, k_total, grid, grid_factor, max_points)
+    lam, e_star, sd, g, fine, cut, opt_built = _steer(parts, log_delta, eps, k_total, grid, grid_factor, max_points)
+    pre_opt: list[Factor | None] | None = opt_built
     if log_delta is None and lam > 0:
         # delta at a given eps: steer the window by the saddle-point estimate of delta
         assert eps is not None  # exactly one of log_delta and eps is given
         K, _, var = _exact_moments(fine[True], lam)
         log_delta = min(-1.0, K - lam * float(eps)
                         - math.log(lam * (lam + 1.0) * math.sqrt(2.0 * math.pi * max(var, 1e-300))))
-    out = _compose_at(parts, fine, lam, e_star, log_delta, g, k_total, which, cut)
+    out = _compose_at(parts, fine, lam, e_star, log_delta, g, k_total, which, cut, pre_opt)
     for _ in range(2):
         if log_delta is None or eps is not None:
             return out
@@ -209,27 +221,32 @@ def compose_parts(parts: Parts, *, log_delta: float | None = None, eps: float | 
         if not (cut[0] <= 0.5 * lam and lam <= cut[1]):
             cut = _cut_range(lam)
             fine = {True: [(spec.factors(g, cut[1], k_total, (True,), lam_lo=cut[0])[True], k) for spec, k in parts]}
-        out = _compose_at(parts, fine, lam, e_star, log_delta, g, k_total, which, cut)
+            pre_opt = None
+        out = _compose_at(parts, fine, lam, e_star, log_delta, g, k_total, which, cut, pre_opt)
     return out
 
 
 def _compose_at(parts: Parts, fine: dict[bool, list[tuple[Factor, int]]], lam: float, e_star: float,
                 log_delta: float | None, g: float, k_total: int, which: tuple[bool, ...],
-                cut: tuple[float, float]) -> dict[bool, Tilted]:
+                cut: tuple[float, float], pre_opt: Sequence[Factor | None] | None = None) -> dict[bool, Tilted]:
     out = {}
     lam_min = max(0.5 * lam, cut[0])
     if True in which:
         out[True] = compose_tilted(fine[True], lam, center=e_star, log_delta=log_delta, lam_min=lam_min)
     if False in which:
-        opt = [_optimistic(spec, k, g, lam, cut, k_total) for spec, k in parts]
+        pre = pre_opt if pre_opt is not None else [None] * len(parts)
+        opt = [_optimistic(spec, k, g, lam, cut, k_total, f) for (spec, k), f in zip(parts, pre)]
         out[False] = compose_tilted(opt, lam, center=e_star, log_delta=log_delta, lam_min=lam_min)
     return out
 
 
 def _optimistic(spec: LawSpec, k: int, g: float, lam: float, cut: tuple[float, float],
-                k_total: int) -> tuple[Factor, int]:
+                k_total: int, built: Factor | None = None) -> tuple[Factor, int]:
     """The optimistic factor of ``k`` copies of a law: a Laplace law off the grid as one block composed on its
-    own aligned grid first (:mod:`dpkit.accounting._tilted_blocks`: one rounding down per law, not per copy)."""
+    own aligned grid first (:mod:`dpkit.accounting._tilted_blocks`: one rounding down per law, not per copy);
+    ``built``: the law's optimistic factor on ``g`` and ``cut``, if :func:`_steer` made it already."""
+    if built is not None:
+        return built, k
     if wants_block(spec, k, g):
         block = laplace_block(spec, k, g, lam, cut[0], cut[1], k_total)
         if block is not None:
