@@ -463,6 +463,19 @@ class _Group:
     removed: float
 
 
+def _prefix_sums(vec: Array, budget: float) -> Array:
+    """The running sums of ``vec`` up to the first one above ``budget`` (all of them if none is): the first
+    entries of ``np.cumsum(vec)``, the same floats (a running sum is sequential), without summing the whole
+    vector when the cut is near its start (the masses cut off are a sliver of a long product)."""
+    n = vec.size
+    m = min(n, 4096)
+    while True:
+        cum = np.cumsum(vec[:m])
+        if m == n or cum[-1] > budget:
+            return cum
+        m = min(n, 8 * m)
+
+
 def _trim(vec: Array, offset: int, budget: float, noise2: float, rel: float = 0.0) -> tuple[Array, int, float]:
     """(vec, offset, dropped): ``vec`` without end blocks of computed mass <= budget each; ``dropped`` bounds the
     exact mass cut off: the computed mass there plus sqrt(points) ``noise2`` (Cauchy-Schwarz: the l1 norm of
@@ -470,9 +483,9 @@ def _trim(vec: Array, offset: int, budget: float, noise2: float, rel: float = 0.
     of the values) + 2 n u (the sums' rounding)."""
     if vec.size <= 2 or budget <= 0:
         return vec, offset, 0.0
-    cum = np.cumsum(vec)
+    cum = _prefix_sums(vec, budget)
     lo = int(np.searchsorted(cum, budget, side="right"))
-    rev = np.cumsum(vec[::-1])
+    rev = _prefix_sums(vec[::-1], budget)
     hi = vec.size - int(np.searchsorted(rev, budget, side="right"))
     if lo >= hi:
         return vec, offset, 0.0
