@@ -37,7 +37,7 @@ import math
 import numpy as np
 from scipy import fft as sp_fft
 
-from dpkit.accounting._pld_tilted import _FFT_C, _U, Factor, _dot, _l2_up, _lse, kth_power
+from dpkit.accounting._pld_tilted import _FFT_C, _U, Factor, _dot, _l2_up, _lse, _lse_at, kth_power
 from dpkit.accounting._tilted_laws import LawSpec
 
 #: ln of the tilted mass the window may leave out on each side (its top and bottom are set by Chernoff bounds)
@@ -87,8 +87,8 @@ def laplace_block(spec: LawSpec, k: int, grid: float, lam: float, lam_lo: float,
     # K(+-d) = k (ln M(theta +- d) - c): the tilted k-fold law's cumulants at a few d around 1 / sd, for the
     # window here and the wrap-around bound below
     thetas = [x / sd for x in (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)]
-    k_up = [k * (_lse(lm + (theta + d) * losses) - c) for d in thetas]
-    k_down = [k * (_lse(lm + (theta - d) * losses) - c) for d in thetas]
+    k_up = [k * (v - c) for v in _lse_at(lm, losses, [theta + d for d in thetas])]
+    k_down = [k * (v - c) for v in _lse_at(lm, losses, [theta - d for d in thetas])]
     a_lo = max((-_WINDOW_LOG - kd) / d for d, kd in zip(thetas, k_down))
     a_hi = min((_WINDOW_LOG + ku) / d for d, ku in zip(thetas, k_up))
     lo_i = max(math.floor(min(a_lo, center - 8.0 * sd) / g_t), lo_s)
