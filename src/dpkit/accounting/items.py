@@ -17,7 +17,9 @@ frozen value holding, for **one** use,
   it with every number above, and :func:`item_from_json` reads them back exactly (the ledger's record).
 
 Every number is an upper bound, rounded up.  The reduction happens once, when an item is made, so an
-accountant's ``add`` never looks at a mechanism again.  Sources: pure epsilon to zCDP rho =
+accountant's ``add`` never looks at a mechanism again; the one exception is the Rényi curve of a
+subsampled Gaussian (DP-SGD steps, :class:`SubsampledEvent`), a series summed at each order, which the item
+computes on the first read of ``item.rdp`` (a composition read only by PLD never sums it).  Sources: pure epsilon to zCDP rho =
 epsilon tanh(epsilon/2) and to the Rényi curve of randomized response (every epsilon-DP pair is a
 post-processing of it: Kairouz, Oh, Viswanath 2015, arXiv 1311.0776, Thm 2.4 -- the curve below is its
 Rényi divergence); pure epsilon to mu-GDP with mu = 2 Phi^{-1}(e^eps / (1 + e^eps)) (docs/theory.md §2d,

@@ -8,7 +8,9 @@ holding ``count`` more uses of ``item`` (a :class:`~dpkit.accounting.items.Priva
 
 * sums, each rounded **up** after every addition (``nextafter`` towards +inf, so a budget of 1.0
   refuses ten spends of 0.1): pure epsilon; basic composition's (epsilon, delta); zCDP rho; GDP mu^2;
-  the Rényi curve at the fixed orders :data:`~dpkit.accounting.items.ORDERS` (one vector addition);
+  the Rényi curve at the fixed orders :data:`~dpkit.accounting.items.ORDERS` (one vector addition; while an
+  item's curve is still uncomputed -- a subsampled Gaussian's, see :class:`~dpkit.accounting.items.PrivacyItem`
+  -- the state keeps its last sum and adds the rest, in the same order, when ``rdp`` is first read);
 * the privacy-loss laws for PLD composition, **run-length encoded**: an append-only log of
   ``(item, count)`` shared between snapshots (a snapshot sees its own prefix; adding to an older
   snapshot copies), grouped by law when a PLD answer is asked for.  Gaussian laws are merged exactly
