@@ -99,6 +99,10 @@ class Lazy(Generic[_T]):
             self._value = value
         return value
 
+    def peek(self) -> _T | None:
+        """The kept value, or None if it has not been built (never builds it)."""
+        return self._value
+
     def __reduce__(self) -> tuple[type[Lazy[Any]], tuple[()]]:
         return (type(self), ())
 

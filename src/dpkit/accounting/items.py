@@ -43,6 +43,7 @@ from numpy.typing import NDArray
 from scipy import special
 
 from dpkit._math import check_count
+from dpkit._value import Lazy
 from dpkit.errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP, RenyiDP, WassersteinDP
 
@@ -165,35 +166,6 @@ class SubsampledEvent:
         return f"subsampled {self.noise.name}, q={self.sampling_rate:g}, {self.sampling}, {self.neighboring}"
 
 
-class _RdpCurve:
-    """An item's Rényi curve at :data:`ORDERS`, computed by ``build`` on first use and kept.
-
-    Made for the items whose curve is a series to sum (the subsampled Gaussian: tens of milliseconds per
-    item), so that composing them by PLD alone never evaluates it.  ``build`` is deterministic (a
-    :func:`functools.partial` of a module function, so the item still pickles); two threads may both call it
-    and get the same array.  A pickle carries the builder, not the value."""
-
-    __slots__ = ("_build", "_value")
-
-    def __init__(self, build: Callable[[], NDArray[np.float64]]) -> None:
-        self._build = build
-        self._value: NDArray[np.float64] | None = None
-
-    def get(self) -> NDArray[np.float64]:
-        v = self._value
-        if v is None:
-            v = _frozen_curve(self._build())
-            self._value = v
-        return v
-
-    @property
-    def ready(self) -> bool:
-        return self._value is not None
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_RdpCurve, (self._build,))
-
-
 def _frozen_curve(rdp: Any) -> NDArray[np.float64]:
     r = np.array(rdp, dtype=np.float64, copy=True)
     r.flags.writeable = False
@@ -203,12 +175,19 @@ def _frozen_curve(rdp: Any) -> NDArray[np.float64]:
 _UNSET: Any = object()
 
 
+#: a Rényi curve computed on first use: a deterministic builder (a :func:`functools.partial` of a module
+#: function, so that the item still pickles)
+RdpBuilder = Callable[[], NDArray[np.float64]]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class PrivacyItem:
     """One use of a mechanism, in every family of the accounting core (see the module docstring).
 
-    ``rdp`` may be given as an array or as an :class:`_RdpCurve` (computed on first read of ``item.rdp``;
-    :attr:`rdp_ready` says whether it has been).  ``dataclasses.replace`` keeps a pending curve pending."""
+    ``rdp`` is given as an array, or as a builder (:data:`RdpBuilder`) for a curve that is a series to sum
+    (the subsampled Gaussian's: tens of milliseconds per item), computed on the first read of ``item.rdp``
+    and kept in a :class:`~dpkit._value.Lazy` (not part of the value; a copy or ``dataclasses.replace``
+    builds it again, a pickle carries the builder); :attr:`rdp_ready` says whether reading it is free."""
 
     label: str
     event: dict[str, Any] = field(compare=False, hash=False)
@@ -217,38 +196,51 @@ class PrivacyItem:
     approx: tuple[float, float] | None = None
     rho: float = math.inf
     mu: float = math.inf
-    # the Rényi curve, or its builder; read it through ``rdp``
-    rdp_curve: NDArray[np.float64] | _RdpCurve = field(default_factory=lambda: _INF_RDP, compare=False, hash=False, repr=False)
+    # the Rényi curve (read-only) or its builder; read it through ``rdp``
+    rdp_curve: NDArray[np.float64] | RdpBuilder = field(default_factory=lambda: _INF_RDP, compare=False,
+                                                         hash=False, repr=False)
     law: tuple[Any, ...] | None = None
     headline: Any = None  # the guarantee a ledger row shows for this item
+    _rdp_built: Lazy[NDArray[np.float64]] = field(default_factory=Lazy, init=False, repr=False, compare=False,
+                                                  hash=False)
 
     def __init__(self, *, label: str, event: dict[str, Any], key: str = "", epsilon: float = math.inf,
                  approx: tuple[float, float] | None = None, rho: float = math.inf, mu: float = math.inf,
                  rdp: Any = _UNSET, law: tuple[Any, ...] | None = None, headline: Any = None,
-                 rdp_curve: NDArray[np.float64] | _RdpCurve | None = None) -> None:
-        if rdp is not _UNSET:  # an explicit curve wins (``replace(item, rdp=...)`` passes both)
-            curve: NDArray[np.float64] | _RdpCurve = rdp if isinstance(rdp, _RdpCurve) else _frozen_curve(rdp)
-        elif rdp_curve is not None:
-            curve = rdp_curve if isinstance(rdp_curve, _RdpCurve) else _frozen_curve(rdp_curve)
-        else:
+                 rdp_curve: NDArray[np.float64] | RdpBuilder | None = None) -> None:
+        given = rdp if rdp is not _UNSET else rdp_curve  # an explicit ``rdp`` wins (``replace(item, rdp=...)``)
+        curve: NDArray[np.float64] | RdpBuilder
+        if given is None:
             curve = _INF_RDP
-        for name, value in (("label", label), ("event", event),
-                            ("key", key or json.dumps(event, sort_keys=True)), ("epsilon", epsilon),
-                            ("approx", approx), ("rho", rho), ("mu", mu), ("rdp_curve", curve), ("law", law),
-                            ("headline", headline)):
-            object.__setattr__(self, name, value)
+        elif callable(given) and not isinstance(given, np.ndarray):
+            curve = given
+        else:
+            curve = _frozen_curve(given)
+        set_ = object.__setattr__  # the frozen dataclass's own way of setting its fields
+        set_(self, "label", label)
+        set_(self, "event", event)
+        set_(self, "key", key or json.dumps(event, sort_keys=True))
+        set_(self, "epsilon", epsilon)
+        set_(self, "approx", approx)
+        set_(self, "rho", rho)
+        set_(self, "mu", mu)
+        set_(self, "rdp_curve", curve)
+        set_(self, "law", law)
+        set_(self, "headline", headline)
+        set_(self, "_rdp_built", Lazy())
 
     @property
     def rdp(self) -> NDArray[np.float64]:
         """The Rényi curve at :data:`ORDERS` (read-only; ``inf`` where none), computed on first read if lazy."""
         c = self.rdp_curve
-        return c.get() if isinstance(c, _RdpCurve) else c
+        if isinstance(c, np.ndarray):
+            return c
+        return self._rdp_built.get(lambda: _frozen_curve(c()))
 
     @property
     def rdp_ready(self) -> bool:
         """Whether reading ``rdp`` is free (the curve is an array, or its builder has run)."""
-        c = self.rdp_curve
-        return c.ready if isinstance(c, _RdpCurve) else True
+        return isinstance(self.rdp_curve, np.ndarray) or self._rdp_built.peek() is not None
 
 
 # ---- closed forms ----------------------------------------------------------------------------------
@@ -385,9 +377,9 @@ def _from_dpsgd(step: Any, label: str | None) -> PrivacyItem:
         one = _item_gaussian(mu * math.sqrt(step.steps), event, label or step.name)
         return PrivacyItem(label=one.label, event=event, rho=one.rho, mu=one.mu, rdp=one.rdp,
                            law=("gaussian", one.mu), headline=GaussianDP(one.mu))
-    rdp: NDArray[np.float64] | _RdpCurve = _INF_RDP
+    rdp: NDArray[np.float64] | RdpBuilder = _INF_RDP
     if (step.sampling, step.neighboring) == ("poisson", "add_remove"):  # computed on first use
-        rdp = _RdpCurve(functools.partial(_dpsgd_steps_rdp, float(step.sigma), q, int(step.steps)))
+        rdp = functools.partial(_dpsgd_steps_rdp, float(step.sigma), q, int(step.steps))
     kind = "symmetric" if step.neighboring == "substitute" else "subsampled"
     return PrivacyItem(label=label or step.name, event=event, rdp=rdp,
                        law=(kind, mu, q, int(step.steps)), headline=None)
@@ -435,11 +427,11 @@ def _from_subsampled(x: SubsampledEvent, label: str | None) -> PrivacyItem:
         mu = _up(x.shift / sigma)
         if q == 1.0:
             return _item_gaussian(mu, event, name)
-        rdp: NDArray[np.float64] | _RdpCurve = _INF_RDP
+        rdp: NDArray[np.float64] | RdpBuilder = _INF_RDP
         if add_remove:  # the noise multiplier sigma / sensitivity, rounded down (less noise: more loss)
             c = float(x.noise.sensitivity)
             z = sigma if c == 1.0 else math.nextafter(sigma / c, 0.0)
-            rdp = _RdpCurve(functools.partial(_dpsgd_rdp, z, q))  # computed on first use
+            rdp = functools.partial(_dpsgd_rdp, z, q)  # computed on first use
         kind = "subsampled" if add_remove else "symmetric"
         return PrivacyItem(label=name, event=event, rdp=rdp, law=(kind, mu, q, 1), headline=None)
     t = _up(x.shift / float(x.noise.scale))

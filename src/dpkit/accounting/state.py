@@ -192,9 +192,10 @@ class AccountingState:
     basic_delta: float
     rho: float
     mu2: float
-    # the Rényi sum (read-only), or (an earlier sum, the log length it holds for) while some item's curve is
-    # unread: read it through ``rdp``
+    # the Rényi sum (read-only), or, while some item's curve is unread, (an earlier sum, the log length it
+    # holds for), summed on into ``_rdp_sum`` on first read: read it through ``rdp``
     _rdp: NDArray[np.float64] | tuple[NDArray[np.float64], int]
+    _rdp_sum: Lazy[NDArray[np.float64]] = field(compare=False)
     _laws_cache: Lazy[_Laws] = field(compare=False)  # the grouped laws, built on first read
     _answers: dict[tuple[str, float, str], Estimate] = field(compare=False)  # memoised answers of this snapshot
 
@@ -215,6 +216,7 @@ class AccountingState:
         set_(self, "rho", rho)
         set_(self, "mu2", mu2)
         set_(self, "_rdp", rdp)
+        set_(self, "_rdp_sum", Lazy())
         set_(self, "_laws_cache", Lazy())
         set_(self, "_answers", {})
 
@@ -236,10 +238,10 @@ class AccountingState:
         else:
             be = _add_up(self.basic_epsilon, _mul_up(k, it.approx[0]))
             bd = _add_up(self.basic_delta, _mul_up(k, it.approx[1]))
-        cur = self._rdp
+        cur = self._rdp if isinstance(self._rdp, np.ndarray) else self._rdp_sum.peek()
         rdp: NDArray[np.float64] | tuple[NDArray[np.float64], int]
-        if not isinstance(cur, np.ndarray):
-            rdp = cur  # still pending: the same earlier sum, summed on from the log when read
+        if cur is None:
+            rdp = self._rdp  # still pending: the same earlier sum, summed on from the log when read
         elif it.rdp_ready:
             rdp = _rdp_add(cur, k, it.rdp)
         else:  # the item's curve is computed on first use: the sum is too (see ``rdp``)
@@ -257,11 +259,14 @@ class AccountingState:
         cur = self._rdp
         if isinstance(cur, np.ndarray):
             return cur
-        acc, start = cur
+        return self._rdp_sum.get(self._sum_rdp)
+
+    def _sum_rdp(self) -> NDArray[np.float64]:
+        assert not isinstance(self._rdp, np.ndarray)
+        acc, start = self._rdp
         for it, k in self._log[start: self._n]:
             acc = _rdp_add(acc, k, it.rdp)
         acc.flags.writeable = False
-        object.__setattr__(self, "_rdp", acc)
         return acc
 
     @property
