@@ -47,6 +47,29 @@ def _coarse(parts: Parts, lam_max: float, k_total: int, grid: float | None = Non
     return out
 
 
+#: the first coarse pass's per-step standard deviation of each law, by (law, lam_max, k_total): that pass only
+#: gives the scale of the second, and the two directions of a subsampled composition share their Gaussian and
+#: Laplace laws (a float per law; the factor itself is not kept)
+_PASS1_SD: dict[tuple[object, ...], float] = {}
+
+
+def _first_pass_sd(parts: Parts, lam_max: float, k_total: int) -> float:
+    """``_step_sd(_coarse(parts, lam_max, k_total))``, each law's term computed once (the same floats)."""
+    sds = []
+    for spec, k in parts:
+        key = (spec, float(lam_max), int(k_total))
+        sd = _PASS1_SD.get(key)
+        if sd is None:
+            f = _coarse([(spec, k)], lam_max, k_total)[0][0]
+            sd = math.sqrt(max(_exact_moments([(f, 1)], 0.0)[2], 0.0))
+            if len(_PASS1_SD) >= 4096:
+                _PASS1_SD.clear()
+            _PASS1_SD[key] = sd
+        sds.append(sd)
+    pos = [x for x in sds if x > 0]
+    return min(pos) if pos else 1e-2
+
+
 def _step_sd(coarse: Sequence[tuple[Factor, int]]) -> float:
     """The smallest per-step (untilted) standard deviation of the loss among the factors."""
     sds = [math.sqrt(max(_exact_moments([(f, 1)], 0.0)[2], 0.0)) for f, _ in coarse]
@@ -147,8 +170,7 @@ def _coarse_stage(parts: tuple[tuple[LawSpec, int], ...], log_delta: float | Non
     if key in _STAGE_CACHE:
         return _STAGE_CACHE[key]
     lam_max = 64.0
-    coarse = _coarse(parts, lam_max, k_total)
-    sd1 = _step_sd(coarse)
+    sd1 = _first_pass_sd(parts, lam_max, k_total)
     coarse = _coarse(parts, lam_max, k_total, 0.3 * sd1)
     sd1 = _step_sd(coarse)
 
@@ -499,6 +521,7 @@ def clear_caches() -> None:
     from dpkit.accounting import _tilted_laws
 
     _STAGE_CACHE.clear()
+    _PASS1_SD.clear()
     _STEER_CACHE.clear()
     _FINE_LAMBDA.clear()
     _tilted_laws._FACTOR_CACHE.clear()
