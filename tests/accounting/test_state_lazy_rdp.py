@@ -68,7 +68,7 @@ def test_the_lazy_sums_are_the_eager_floats_on_every_snapshot(seed: int) -> None
         lazy_states.append(s)
     eager_items = [(as_item(x), k) for x, k in seq]
     for it, _ in eager_items:
-        it.rdp  # computed before adding: the state sums eagerly
+        _ = it.rdp  # computed before adding: the state sums eagerly
     t = AccountingState()
     for it, k in eager_items:
         t = t.add(it, count=k)
@@ -86,7 +86,7 @@ def test_the_lazy_sums_are_the_eager_floats_on_every_snapshot(seed: int) -> None
 def test_a_read_sum_makes_the_next_additions_eager_again() -> None:
     s = AccountingState().add(DPSGDStep(sigma=1.0, sampling_rate=0.01), count=3)
     assert isinstance(s._rdp, tuple)  # pending: the item's curve is unread
-    s.rdp
+    _ = s.rdp
     s2 = s.add(GaussianEvent(sigma=2.0))
     assert isinstance(s2._rdp, np.ndarray)  # the parent's sum was read: summed at add time
 

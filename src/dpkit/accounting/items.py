@@ -19,11 +19,11 @@ frozen value holding, for **one** use,
 Every number is an upper bound, rounded up.  The reduction happens once, when an item is made, so an
 accountant's ``add`` never looks at a mechanism again; the one exception is the Rényi curve of a
 subsampled Gaussian (DP-SGD steps, :class:`SubsampledEvent`), a series summed at each order, which the item
-computes on the first read of ``item.rdp`` (a composition read only by PLD never sums it).  Sources: pure epsilon to zCDP rho =
-epsilon tanh(epsilon/2) and to the Rényi curve of randomized response (every epsilon-DP pair is a
-post-processing of it: Kairouz, Oh, Viswanath 2015, arXiv 1311.0776, Thm 2.4 -- the curve below is its
-Rényi divergence); pure epsilon to mu-GDP with mu = 2 Phi^{-1}(e^eps / (1 + e^eps)) (docs/theory.md §2d,
-from the trade-off function of epsilon-DP, Dong, Roth, Su 2022, arXiv 1905.02383, Prop 2.5 and
+computes on the first read of ``item.rdp`` (a composition read only by PLD never sums it).  Sources:
+pure epsilon to zCDP rho = epsilon tanh(epsilon/2) and to the Rényi curve of randomized response (every
+epsilon-DP pair is a post-processing of it: Kairouz, Oh, Viswanath 2015, arXiv 1311.0776, Thm 2.4 -- the
+curve below is its Rényi divergence); pure epsilon to mu-GDP with mu = 2 Phi^{-1}(e^eps / (1 + e^eps))
+(docs/theory.md §2d, from the trade-off function of epsilon-DP, Dong, Roth, Su 2022, arXiv 1905.02383, Prop 2.5 and
 Def 2.6); Gaussian: rho = mu^2/2 and D_alpha = alpha mu^2 / 2 (Bun & Steinke 2016, arXiv 1605.02065,
 Prop 1.6); RDP is non-decreasing in alpha (van Erven & Harremoës 2014, arXiv 1206.2459, Thm 3), so a
 curve given at other orders is read at the next listed order above.

@@ -598,9 +598,9 @@ class Session:
             if spec.keys:
                 raise InvalidArgumentError(
                     "max_partitions is required for a GROUP BY query: the number of groups one unit may contribute "
-                    "to (a unit in more groups keeps that many: those it adds most rows to, ties chosen at random). Pass "
-                    "max_partitions= (command line "
-                    "--max-partitions), or set it for every query with Session(..., max_partitions=...).")
+                    "to (a unit in more groups keeps that many: those it adds most rows to, ties chosen at random). "
+                    "Pass max_partitions= (command line --max-partitions), or set it for every query with "
+                    "Session(..., max_partitions=...).")
             k = 1
         k = _check_int("max_partitions", k)
         only_units = all(a.kind == "count_units" for a in spec.aggregates)
