@@ -95,7 +95,7 @@ def dpkit_code(kind: str, p: dict[str, Any], grid_factor: float = 1.0) -> str:
 import math
 from dpkit.distributions import Gaussian, Laplace
 from dpkit.accounting.pld import (epsilon_interval, pld_from_pair, default_grid, aligned_grid, compose_many,
-    _loss_scale)
+    loss_scale)
 from dpkit.accounting.subsampling import subsampled_epsilon_interval, pld_poisson_subsampled
 DELTA = {DELTA!r}; Q = {Q!r}; GF = {grid_factor!r}
 """
@@ -103,7 +103,7 @@ DELTA = {DELTA!r}; Q = {Q!r}; GF = {grid_factor!r}
         body = f"""
 P, Qd = Gaussian(0.0, {p['sigma']!r}), Gaussian(1.0, {p['sigma']!r})
 k = {p['k']}
-g = default_grid(k, _loss_scale(P, Qd)) / GF
+g = default_grid(k, loss_scale(P, Qd)) / GF
 def compute():
     iv = epsilon_interval(P, Qd, k=k, delta=DELTA, grid=g, symmetric=True)
     return dict(lower=iv.lower, upper=iv.upper, eps=iv.upper, grid=g)
@@ -112,7 +112,7 @@ def compute():
         body = f"""
 P, Qd = Laplace(0.0, 1.0), Laplace(1.0, 1.0)
 k = {p['k']}
-g = aligned_grid(default_grid(k, _loss_scale(P, Qd)) / GF, P, Qd)  # what epsilon_interval picks by default
+g = aligned_grid(default_grid(k, loss_scale(P, Qd)) / GF, P, Qd)  # what epsilon_interval picks by default
 def compute():
     iv = epsilon_interval(P, Qd, k=k, delta=DELTA, grid=g, symmetric=True)
     return dict(lower=iv.lower, upper=iv.upper, eps=iv.upper, grid=g)
@@ -132,7 +132,7 @@ G5 = (Gaussian(0.0, 5.0), Gaussian(1.0, 5.0))
 L1 = (Laplace(0.0, 1.0), Laplace(1.0, 1.0))
 NS, NG, NL = {MIX['sub']}, {MIX['gauss5']}, {MIX['lap1']}
 # one common grid: the subsampled part's scale, aligned so that the Laplace atoms +-1 lie on it
-g = aligned_grid(max(default_grid(NS + NG + NL, Q * _loss_scale(*G1)), 4.2 / 2e5) / GF, *L1)
+g = aligned_grid(max(default_grid(NS + NG + NL, Q * loss_scale(*G1)), 4.2 / 2e5) / GF, *L1)
 def compute():
     ends = {{}}
     for pess in (True, False):

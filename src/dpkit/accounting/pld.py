@@ -79,7 +79,8 @@ def _norm2(x: NDArray[np.float64]) -> float:
     return math.sqrt(float(np.einsum("i,i->", x, x)))
 
 
-def _check_k(k: object) -> int:
+def check_k(k: object) -> int:
+    """``k``, the number of compositions, as a checked count (shared with :mod:`~dpkit.accounting.subsampling`)."""
     return check_count("k", k)
 
 
@@ -258,7 +259,7 @@ class PLD:
 
     def self_compose(self, k: int) -> PLD:
         """The k-fold composition: one FFT, a k-th power and one inverse FFT (:func:`compose_many`)."""
-        k = _check_k(k)
+        k = check_k(k)
         return self if k == 1 else compose_many([(self, k)])
 
     def _truncated(self) -> PLD:
@@ -334,7 +335,7 @@ def compose_many(parts: Sequence[tuple[PLD, int]]) -> PLD:
     >>> 5.0 < compose_many([(g, 10), (lap, 3)]).epsilon(1e-5) < 40.0
     True
     """
-    items = [(p, _check_k(k)) for p, k in parts]
+    items = [(p, check_k(k)) for p, k in parts]
     if not items:
         raise InvalidArgumentError("compose_many needs at least one (PLD, count) pair.")
     first = items[0][0]
@@ -438,7 +439,7 @@ def _pld(offset: int, mass: NDArray[np.float64], inf: float, eta: float, grid: f
                numerical_error=0.0, numerical_error_l1=0.0, delta_error=eta)._truncated()
 
 
-def _from_law(law: LossLaw, grid: float, tail: float, which: tuple[bool, ...] = (True, False)) -> tuple[PLD, ...]:
+def from_law(law: LossLaw, grid: float, tail: float, which: tuple[bool, ...] = (True, False)) -> tuple[PLD, ...]:
     """PLDs of an exact loss law, pessimistic and/or optimistic as ``which`` asks, from one
     evaluation of its cell masses."""
     parts = discretize_law(law, grid, pessimistic=which)
@@ -467,11 +468,11 @@ def _pair_plds(P: Distribution, Q: Distribution, grid: float, tail: float,
     """PLDs of the pair (P, Q), pessimistic and/or optimistic as ``which`` asks; see :func:`pld_from_pair`."""
     ev = evaluator(P, Q)
     if isinstance(ev, LaplaceShift):
-        return _from_law(laplace_law(ev.t), grid, tail, which)
+        return from_law(laplace_law(ev.t), grid, tail, which)
     if isinstance(ev, GaussianShift):
         if ev.mu == 0:
             return tuple(_from_atoms(np.zeros(1), np.ones(1), 0.0, grid, w, tail) for w in which)
-        return _from_law(gaussian_law(ev.mu, tail), grid, tail, which)
+        return from_law(gaussian_law(ev.mu, tail), grid, tail, which)
     if isinstance(ev, DiscreteLaplaceShift):
         arrays = ev.atoms()
         loss, mass, inf = arrays.loss, arrays.p_live, arrays.mass_inf
@@ -490,7 +491,8 @@ def _pair_plds(P: Distribution, Q: Distribution, grid: float, tail: float,
     return tuple(_from_atoms(loss, mass, inf, grid, w, tail) for w in which)
 
 
-def _check_grid_tail(grid: float, tail: float) -> tuple[float, float]:
+def check_grid_tail(grid: float, tail: float) -> tuple[float, float]:
+    """The grid step and tail mass checked (both > 0, tail <= 1e-6); shared with the subsampled PLDs."""
     g = check_positive("grid", grid)
     t = check_positive("tail", tail)
     if t > 1e-6:
@@ -519,7 +521,7 @@ def pld_from_pair(P: Distribution, Q: Distribution, *, grid: float = 1e-4, pessi
     >>> 0.1269367 <= hi < 0.12695
     True
     """
-    g, t = _check_grid_tail(grid, tail)
+    g, t = check_grid_tail(grid, tail)
     return _pair_plds(P, Q, g, t, (bool(pessimistic),))[0]
 
 
@@ -547,7 +549,8 @@ def aligned_grid(grid: float, P: Distribution, Q: Distribution) -> float:
     return grid
 
 
-def _loss_scale(P: Distribution, Q: Distribution) -> float:
+def loss_scale(P: Distribution, Q: Distribution) -> float:
+    """The typical size of the pair's privacy loss, KL(P || Q) (1 where it has none), which sets the default grid."""
     from dpkit.divergences import kl
 
     try:
@@ -562,7 +565,7 @@ def _loss_scale(P: Distribution, Q: Distribution) -> float:
 def _directions(P: Distribution, Q: Distribution, k: int, grid: float | None, symmetric: bool
                 ) -> list[tuple[PLD, PLD]]:
     """(pessimistic, optimistic) k-fold PLDs of (P, Q) and, unless ``symmetric``, of (Q, P)."""
-    g = aligned_grid(default_grid(k, _loss_scale(P, Q)), P, Q) if grid is None else check_positive("grid", grid)
+    g = aligned_grid(default_grid(k, loss_scale(P, Q)), P, Q) if grid is None else check_positive("grid", grid)
     pairs = ((P, Q),) if symmetric else ((P, Q), (Q, P))
     out = []
     for a, b in pairs:
@@ -611,7 +614,7 @@ def epsilon_interval(P: Distribution, Q: Distribution, *, k: int = 1, delta: flo
     True
     """
     d = check_delta(delta, open_interval=True)
-    k = _check_k(k)
+    k = check_k(k)
     if grid is None:
         ev = evaluator(P, Q)
         if isinstance(ev, GaussianShift) and ev.mu > 0:
@@ -634,7 +637,7 @@ def delta_interval(P: Distribution, Q: Distribution, *, k: int = 1, epsilon: flo
     """[lower, upper] containing delta(epsilon) of the k-fold composition of the pair (P, Q) (Gaussian
     pairs in closed form, Laplace pairs by the tilted accountant, as :func:`epsilon_interval`)."""
     e = check_finite("epsilon", epsilon)
-    k = _check_k(k)
+    k = check_k(k)
     if grid is None and e >= 0:
         ev = evaluator(P, Q)
         if isinstance(ev, GaussianShift) and ev.mu > 0:

@@ -69,7 +69,7 @@ from numpy.typing import NDArray
 
 from dpkit._math import check_delta, check_positive
 from dpkit.accounting._pld_discretize import LossLaw, gaussian_law, laplace_law
-from dpkit.accounting.pld import PLD, Interval, _check_grid_tail, _check_k, _from_law, _loss_scale, default_grid
+from dpkit.accounting.pld import PLD, Interval, check_grid_tail, check_k, from_law, loss_scale, default_grid
 from dpkit.distributions import Distribution
 from dpkit.divergences.pairs import DiscreteLaplaceShift, GaussianShift, LaplaceShift
 from dpkit.divergences import evaluator
@@ -256,7 +256,7 @@ def _symmetrized(pld: PLD) -> PLD:
 
 def _scheme_plds(base: LossLaw, q: float, direction: str, symmetric: bool, grid: float, tail: float,
                  which: tuple[bool, ...]) -> tuple[PLD, ...]:
-    plds = _from_law(_mixture_law(base, q, direction), grid, tail, which)
+    plds = from_law(_mixture_law(base, q, direction), grid, tail, which)
     return tuple(_symmetrized(p) for p in plds) if symmetric else plds
 
 
@@ -297,8 +297,8 @@ def pld_poisson_subsampled(P: Distribution, Q: Distribution, *, sampling_rate: f
     True
     """
     q = _check_rate_direction(sampling_rate, direction)
-    g, t = _check_grid_tail(grid, tail)
-    return _from_law(_mixture_law(_base_law(P, Q, t), q, direction), g, t, (bool(pessimistic),))[0]
+    g, t = check_grid_tail(grid, tail)
+    return from_law(_mixture_law(_base_law(P, Q, t), q, direction), g, t, (bool(pessimistic),))[0]
 
 
 def pld_subsampled(P: Distribution, Q: Distribution, *, sampling_rate: float, sampling: Sampling = "poisson",
@@ -345,7 +345,7 @@ def pld_subsampled(P: Distribution, Q: Distribution, *, sampling_rate: float, sa
     directions, _ = _scheme(sampling, neighboring)
     if direction not in directions:
         raise InvalidArgumentError(f"direction must be one of {directions} for this scheme; got {direction!r}.")
-    g, t = _check_grid_tail(grid, tail)
+    g, t = check_grid_tail(grid, tail)
     symmetric = directions == ("remove",)  # the substitution schemes
     return _scheme_plds(_base_law(P, Q, t), q, direction, symmetric, g, t, (bool(pessimistic),))[0]
 
@@ -355,7 +355,7 @@ def subsampled_default_grid(P: Distribution, Q: Distribution, sampling_rate: flo
     (about q times the base scale), but at most ~4e5 points across the single-step loss range."""
     base = _base_law(P, Q, 1e-15)
     span = float(_g(base.hi, sampling_rate)) - math.log1p(-min(sampling_rate, 0.999999))
-    return max(default_grid(int(k), sampling_rate * _loss_scale(P, Q)), span / 4e5)
+    return max(default_grid(int(k), sampling_rate * loss_scale(P, Q)), span / 4e5)
 
 
 def subsampled_epsilon_interval(P: Distribution, Q: Distribution, *, sampling_rate: float, k: int, delta: float,
@@ -371,7 +371,7 @@ def subsampled_epsilon_interval(P: Distribution, Q: Distribution, *, sampling_ra
     True
     """
     d = check_delta(delta, open_interval=True)
-    k = _check_k(k)
+    k = check_k(k)
     q = _check_rate(sampling_rate)
     directions, method = _scheme(sampling, neighboring)
     ev = evaluator(P, Q)
