@@ -102,7 +102,7 @@ class Compiled:
     order: str = "hash"
     salt: str = ""
     max_partitions: int = 0  # K of the ranking CTEs (see window_ranking / threshold_ranking)
-    max_rows: int = 1  # L: a unit's partitions ranked by min(n, L) first (see partition_order_sql)
+    max_rows: int = 1  # L: a unit's partitions ranked by min(n, L) first (see _order)
 
     def _order(self, dialect: str, extra: tuple[str, ...] = (), *, contribution: bool = False) -> str:
         keys = [f"__k{i}" for i in range(self.key_count)] + list(extra)
