@@ -84,6 +84,15 @@ REPORT_SHARE = 0.05  # the bounding report's default share of a query's epsilon
 # key types whose DuckDB order is the release order's (dpkit.query._keys.release_order): plain integers
 _INTEGER_TYPES = frozenset({"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"})
 _CHECK_TABLE = re.compile(r"dpkit_(?:null_row|probe|empty)_[0-9a-f]+")
+_ENGINE_CONTEXT = re.compile(r"\n\s*(?:LINE \d+:|== SQL|== DataFrame|JVM stacktrace:|\tat )")
+
+
+def _engine_message(exc: BaseException) -> str:
+    """An engine's error message for a refusal made before anything is read: one line, without the engine's
+    excerpt of dpkit's compiled plan (DuckDB's "LINE 1: ...", Spark's "== SQL ... ==" and JVM frames), which
+    quotes the check's tables, whose names are random (sessions may share a connection) and cut anywhere."""
+    message = _CHECK_TABLE.sub("dpkit_check", _ENGINE_CONTEXT.split(str(exc).strip(), 1)[0])
+    return " ".join(message.split())
 _BOUNDS_HINT = "pass bounds={{{name!r}: (lo, hi)}} (command line: --bounds {name}=LO:HI)"
 
 
@@ -519,7 +528,7 @@ class Session:
             return self._backend.describe(engine_sql(f"SELECT {cols} FROM {source}", self._backend.dialect))
         except Exception as exc:  # noqa: BLE001 - binding reads no row, so the engine's message is safe to show
             raise InvalidArgumentError(f"the {self.engine} engine cannot evaluate {exprs} on this table "
-                                       f"({type(exc).__name__}): {str(exc).strip()} Nothing was spent.") from None
+                                       f"({type(exc).__name__}): {_engine_message(exc)} Nothing was spent.") from None
 
     def _check_joins(self, spec: QuerySpec) -> None:
         """Refuse a join whose public columns are not a unique key of the public table (read from the public
@@ -658,11 +667,8 @@ class Session:
                 for statement in compiled.statements("spark"):
                     self._backend.check_constants(constant_parts(statement, "spark"))
         except Exception as exc:  # noqa: BLE001 - no row was read, so the engine's message is safe to show
-            # the engine's message without DuckDB's "LINE 1: ..." excerpt of dpkit's compiled plan: the excerpt
-            # quotes the check's tables, whose names are random (sessions may share a connection), cut anywhere
-            message = _CHECK_TABLE.sub("dpkit_check", str(exc).strip().split("\n\nLINE ")[0].strip())
             raise InvalidArgumentError(f"the {self.engine} engine cannot run this query ({type(exc).__name__}): "
-                                       f"{message} Nothing was spent.") from None
+                                       f"{_engine_message(exc)} Nothing was spent.") from None
 
     def _values(self, spec: QuerySpec, bounds: dict[str, tuple[float, float]]) -> dict[str, ValueColumn]:
         if not isinstance(bounds, dict):
