@@ -664,8 +664,9 @@ class Session:
                     self._backend.fetch(build(probe, None).sql("spark"))
                 # and every part of the plan that reads no column, once with ANSI mode on: with it off (as the
                 # plan runs) CAST('x' AS DOUBLE) or make_date(2020, 13, 1) is NULL on every row, charged
-                for statement in compiled.statements("spark"):
-                    self._backend.check_constants(constant_parts(statement, "spark"))
+                # (one Spark statement for the whole plan: its statements share constants, such as the bounds)
+                parts = dict.fromkeys(p for st in compiled.statements("spark") for p in constant_parts(st, "spark"))
+                self._backend.check_constants(list(parts))
         except Exception as exc:  # noqa: BLE001 - no row was read, so the engine's message is safe to show
             raise InvalidArgumentError(f"the {self.engine} engine cannot run this query ({type(exc).__name__}): "
                                        f"{_engine_message(exc)} Nothing was spent.") from None
