@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 
 from dpkit.accounting.dpsgd import DPSGDStep
-from dpkit.accounting.items import (GaussianEvent, LaplaceEvent, PrivacyItem, SubsampledEvent, _dpsgd_rdp,
+from dpkit.accounting.items import (ORDERS, GaussianEvent, LaplaceEvent, PrivacyItem, SubsampledEvent, _dpsgd_rdp,
                                     as_item)
 from dpkit.accounting.state import AccountingState, _rdp_add
 from dpkit.guarantees import ZCDP, PureDP
 
 
 def _eager(entries: list[tuple[PrivacyItem, int]]) -> np.ndarray:
-    acc = np.zeros(26)
+    acc = np.zeros(len(ORDERS))
     for it, k in entries:
         acc = _rdp_add(acc, k, it.rdp)
     return acc
@@ -97,7 +97,7 @@ def test_copies_pickles_and_replace_keep_the_curve() -> None:
     other = dataclasses.replace(it, label="renamed")
     assert back == it and not back.rdp_ready and not other.rdp_ready and other.label == "renamed"
     assert np.array_equal(back.rdp, it.rdp) and np.array_equal(other.rdp, it.rdp)
-    given = dataclasses.replace(it, rdp_curve=np.full(26, 1.0))
+    given = dataclasses.replace(it, rdp_curve=np.full(len(ORDERS), 1.0))
     assert given.rdp_ready and np.all(given.rdp == 1.0)
     s = AccountingState().add(it, count=2)
     s_back = pickle.loads(pickle.dumps(s))

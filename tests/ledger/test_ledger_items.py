@@ -9,6 +9,7 @@ basic filter and reports the same totals; a locked or read-only ledger is a Ledg
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import random
@@ -20,7 +21,7 @@ import pytest
 
 from dpkit.accounting import Accountant
 from dpkit.accounting.dpsgd import DPSGDStep
-from dpkit.accounting.items import GaussianEvent, LaplaceEvent, as_item, item_to_json
+from dpkit.accounting.items import ORDERS, ORDERS_V1, GaussianEvent, LaplaceEvent, as_item, item_to_json
 from dpkit.accounting.state import AccountingState
 from dpkit.errors import BudgetExceededError, LedgerError, LedgerUnavailableError, UnsupportedError
 from dpkit.guarantees import ZCDP, ApproxDP, GaussianDP, PureDP
@@ -248,3 +249,44 @@ def test_filter_argument_checked_and_fixed_at_creation(tmp_path: Path) -> None:
         ledger.reserve(ApproxDP(epsilon=0.1, delta=1e-7))  # the basic share takes (eps, delta) spends
     with SQLiteLedger(path, filter={"zcdp": 5e-7, "basic": 5e-7}) as ledger:  # the same choice
         assert math.isclose(ledger.spent().epsilon, 0.2)  # type: ignore[union-attr, arg-type]
+
+
+def test_a_ledger_written_at_the_26_orders_reads_back_at_the_dense_ones(tmp_path: Path) -> None:
+    """``data/ledger-v2-orders26.db`` was written by SQLiteLedger as of ``b790daf`` (ApproxDP(8, 1e-5),
+    filter "rdp"; a Laplace and three Gaussian mechanisms, 100 DP-SGD steps and a zCDP spend committed, a GDP
+    spend reserved), when the core kept Rényi curves at 26 orders.  Each item's curve is now read at the 94
+    orders: a rebuilt event's recomputed, a mechanism's taken from the next old order above (RDP is
+    non-decreasing in the order); its values at the old orders are the stored ones.  The file is untouched,
+    the filter's past decisions stand, and the RDP answer can only improve (1.4902 at the 26 orders)."""
+    path = tmp_path / "old.db"
+    shutil.copyfile(DATA / "ledger-v2-orders26.db", path)
+    before = _files(path)
+    stored = {}
+    conn = sqlite3.connect(path)
+    try:
+        for label, text in conn.execute("SELECT label, item FROM spends ORDER BY id"):
+            stored[label] = json.loads(text)["rdp"]
+    finally:
+        conn.close()
+    assert all(len(v) == len(ORDERS_V1) for v in stored.values())
+    with SQLiteLedger(path) as ledger:
+        assert ledger.filter == "rdp"
+        history = ledger.history()
+        assert [(e.label, e.count, e.state) for e in history] == [
+            ("laplace", 1, "committed"), ("gaussian", 3, "committed"), ("dpsgd", 100, "committed"),
+            ("zcdp", 1, "committed"), ("reserved", 1, "reserved")]
+        for e in history:
+            assert e.item is not None
+            rdp = e.item.rdp
+            assert rdp.shape == (len(ORDERS),)
+            old = [float(v) for v in stored[e.label]]
+            at = dict(zip(ORDERS, rdp.tolist()))
+            assert [at[a] for a in ORDERS_V1] == pytest.approx(old, rel=1e-12, abs=0.0)
+            if e.item.event["type"] == "Mechanism":  # not rebuilt: order 9 reads order 10's stored value
+                assert at[9.0] == float(stored[e.label][ORDERS_V1.index(10.0)])
+        eps = float(ledger.state().epsilon(1e-5, method="rdp"))
+        assert 0.0 < eps <= 1.4902488406692624
+        spent = ledger.spent()
+        assert isinstance(spent, ApproxDP) and spent.delta == 1e-5
+        assert spent.epsilon == pytest.approx(3.218802807843409, rel=1e-12)  # as before: the same order fits best
+    assert _files(path) == before
