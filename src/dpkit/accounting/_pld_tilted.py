@@ -557,11 +557,12 @@ def _prefix_sums(vec: Array, budget: float) -> Array:
         m = min(n, 8 * m)
 
 
-def _trim(vec: Array, offset: int, budget: float, noise2: float, rel: float = 0.0) -> tuple[Array, int, float]:
+def _trim(vec: Array, offset: int, budget: float, noise2: float, rel: float = 0.0,
+          stride: int = 1) -> tuple[Array, int, float]:
     """(vec, offset, dropped): ``vec`` without end blocks of computed mass <= budget each; ``dropped`` bounds the
     exact mass cut off: the computed mass there plus sqrt(points) ``noise2`` (Cauchy-Schwarz: the l1 norm of
     the error on n points is at most sqrt(n) times its l2 norm), times 1 + 2 ``rel`` (a pointwise relative error
-    of the values) + 2 n u (the sums' rounding)."""
+    of the values) + 2 n u (the sums' rounding).  ``stride``: the entries are ``stride`` grid points apart."""
     if vec.size <= 2 or budget <= 0:
         return vec, offset, 0.0
     cum = _prefix_sums(vec, budget)
@@ -575,7 +576,27 @@ def _trim(vec: Array, offset: int, budget: float, noise2: float, rel: float = 0.
     if n_out == 0:
         return vec, offset, 0.0
     dropped = (dropped + math.sqrt(n_out) * noise2) * (1.0 + 2.0 * rel + 2.0 * (n_out + 2) * _U)
-    return vec[lo:hi], offset + lo, dropped
+    return vec[lo:hi], offset + stride * lo, dropped
+
+
+def _stride(vec: Array, offset: int) -> tuple[int, int]:
+    """(s, first): the largest s such that every nonzero entry of ``vec`` sits at a grid index first + s j
+    (first: the first nonzero's index), or (0, offset) for a vector of zeros.  Exact: the zeros are exact zeros."""
+    nz = np.flatnonzero(vec)
+    if nz.size == 0:
+        return 0, offset
+    if nz.size == 1:
+        return 0, offset + int(nz[0])
+    return int(np.gcd.reduce(np.diff(nz))), offset + int(nz[0])
+
+
+def _spread(vec: Array, r: int) -> Array:
+    """``vec`` with r - 1 zeros between its entries (its entries r points apart)."""
+    if r <= 1:
+        return vec
+    out = np.zeros(r * (vec.size - 1) + 1)
+    out[::r] = vec
+    return out
 
 
 def _group_products(items: Sequence[tuple[Factor, int]], tilted: Sequence[Array], cs: Sequence[float], lam: float,
@@ -624,19 +645,30 @@ def _group_products(items: Sequence[tuple[Factor, int]], tilted: Sequence[Array]
             continue
         budget = _GROUP_DROP / (4.0 * k * len(idx))
         removed, rel_leaves = 0.0, 0.0
-        nodes: list[tuple[Array, int, float]] = []
+        # strides: a leaf whose nonzero entries are s grid points apart (the optimistic Laplace blocks, put on the
+        # grid times a power of two) is kept as every s-th point, and two nodes are convolved at the gcd of their
+        # strides (the same convolution: a product of such vectors is one too), leaves of one stride first; the
+        # product is spread back onto every grid point at the end
+        nodes: list[tuple[Array, int, float, int]] = []
         for i in idx:
             f = items[i][0]
             rel_i = (2.0 * abs(lam) * float(np.max(np.abs(f.losses))) + abs(cs[i]) + 8.0) * _U
-            v, off, dropped = _trim(tilted[i], f.offset, budget, 0.0, rel_i)
+            vec, off = tilted[i], f.offset
+            st, first = _stride(vec, off)
+            st = max(st, 1)
+            if st > 1:
+                vec, off = vec[first - off::st], first
+            v, off, dropped = _trim(vec, off, budget, 0.0, rel_i, st)
             removed += dropped
             rel_leaves += rel_i
-            nodes.append((v, off, 0.0))
+            nodes.append((v, off, 0.0, st))
         while len(nodes) > 1:
-            nodes.sort(key=lambda t: t[0].size)
+            nodes.sort(key=lambda t: (-t[3], t[0].size))
             nxt = []
             for j in range(0, len(nodes) - 1, 2):
-                (a, oa, ea), (b, ob, eb) = nodes[j], nodes[j + 1]
+                (a, oa, ea, sa), (b, ob, eb, sb) = nodes[j], nodes[j + 1]
+                stride = math.gcd(sa, sb)
+                a, b = _spread(a, sa // stride), _spread(b, sb // stride)
                 n = a.size + b.size - 1
                 size = sp_fft.next_fast_len(n, real=True)
                 conv = sp_fft.irfft(sp_fft.rfft(a, size) * sp_fft.rfft(b, size), size)[:n]
@@ -646,17 +678,18 @@ def _group_products(items: Sequence[tuple[Factor, int]], tilted: Sequence[Array]
                 fresh = _FFT_C * math.log2(max(size, 2)) * _U * (a2 * b1 + a1 * b2 + c2)
                 err = (ea * b1 + a1 * eb + ea * math.sqrt(b.size) * eb + fresh) * (1.0 + 1e-9)
                 conv = np.maximum(conv, 0.0)
-                v, off, dropped = _trim(conv, oa + ob, budget, err)
+                v, off, dropped = _trim(conv, oa + ob, budget, err, 0.0, stride)
                 removed += dropped
-                nxt.append((v, off, err))
+                nxt.append((v, off, err, stride))
             if len(nodes) % 2:
                 nxt.append(nodes[-1])
             nodes = nxt
-        v, off, err = nodes[0]
+        v, off, err, stride = nodes[0]
         l1 = float(np.sum(v)) * (1.0 + v.size * _U)
         if l1 > 1.0:
             err += (1.0 - 1.0 / l1 + _U) * _l2_up(v) * (1.0 + 1e-9)
             v = v / l1
+        v = _spread(v, stride)  # back onto every grid point (exact zeros between: the norms are unchanged)
         # the drops above are of products of the computed leaves; the exact leaves' are at most e^{2 sum r_i} times
         out.append(_Group(k=k, vec=v, offset=off, err2=err, removed=removed * math.exp(2.0 * rel_leaves)))
     return out

@@ -50,6 +50,8 @@ from dpkit.accounting._tilted_laws import LawSpec
 
 #: ln of the tilted mass the window may leave out on each side (its top and bottom are set by Chernoff bounds)
 _WINDOW_LOG = 60.0
+#: cells of the block's own grid per sqrt(k) t (at least; the block's grid is the composition's times a power of 2)
+_BLOCK_CELLS = 1024
 #: the smallest count for which the block pays (one copy is discretised directly)
 _MIN_COUNT = 2
 
@@ -71,8 +73,13 @@ def laplace_block(spec: LawSpec, k: int, grid: float, lam: float, lam_lo: float,
     composition tilted at about ``lam``; None where the law's own factor is not exact enough to use (mass put
     back by its hull step, which only an error term could pay for)."""
     t = float(spec.mu)
-    p = max(0, math.ceil(math.log2(t / grid)))
-    while t / 2.0**p > grid:
+    # the block's own grid: the composition's times a power of two (exact), about _BLOCK_CELLS cells per sqrt(k) t
+    # (the k-fold law's scale is at most that): its second-order error stays far below the copies' own, and the
+    # block and its products cost a stride-th of the points (:func:`dpkit.accounting._pld_tilted._group_products`)
+    stride = 1 << max(0, math.floor(math.log2(max(math.sqrt(k) * t / (_BLOCK_CELLS * grid), 1.0))))
+    big = grid * stride  # exact
+    p = max(0, math.ceil(math.log2(t / big)))
+    while t / 2.0**p > big:
         p += 1
     g_t = math.ldexp(t, -p)  # exact
     f = spec.factors(g_t, lam_hi, k_total, (False,), lam_lo=lam_lo)[False]
@@ -138,7 +145,18 @@ def laplace_block(spec: LawSpec, k: int, grid: float, lam: float, lam_lo: float,
     # ---- onto the composition's grid by supporting lines (second order), :func:`_regrid`; each atom first
     # lowered by 4 u |s| (below its exact loss: moving an atom down only lowers R)
     s_down = np.asarray(s - 4.0 * _U * np.abs(s), dtype=np.float64)
-    return _regrid(s_down, m, float(grid), k * f.eta, k * t)
+    block = _regrid(s_down, m, big, k * f.eta, k * t)
+    if stride == 1:
+        return block
+    # the same masses at the same losses (i big = (i stride) grid exactly), on every grid point
+    mass = np.zeros(stride * (block.mass.size - 1) + 1)
+    mass[::stride] = block.mass
+    nu = None
+    if block.nu is not None:
+        nu = np.zeros(mass.size)
+        nu[::stride] = block.nu
+    return Factor(grid=float(grid), offset=stride * block.offset, mass=mass, infinity_mass=block.infinity_mass,
+                  pessimistic=False, eta=block.eta, nu=nu, log_tail=None, max_loss=block.max_loss, lam_max=math.inf)
 
 
 def _regrid(s: NDArray[np.float64], m: NDArray[np.float64], grid: float, eta: float, max_loss: float) -> Factor:
