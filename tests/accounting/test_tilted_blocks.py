@@ -17,6 +17,7 @@ import itertools
 import math
 
 import mpmath as mp
+import numpy as np
 import pytest
 
 from dpkit.accounting import _tilted_solve
@@ -146,6 +147,21 @@ def test_many_copies_off_grid_lose_one_rounding_not_k() -> None:
     assert exact_delta_repeated(lower, t, k) >= delta >= exact_delta_repeated(upper, t, k), (lower, upper)
     assert exact_delta_repeated(lower + 0.01 * grid, t, k) <= delta, "the lower end is more than 0.01 cells low"
     assert exact_delta_repeated(upper - 1.5 * grid, t, k) >= delta, "the upper end is more than 1.5 cells high"
+
+
+def test_smooth_block_on_a_coarser_grid_contains_the_exact_epsilon() -> None:
+    """k = 19 copies of t = 1 (the copies that all take an atom hold 7e-4 of the mass): the block is put on 4
+    times the grid (spread back onto it), and the interval still contains the exact epsilon, its lower end
+    within a tenth of a cell (0.03 cells when written)."""
+    t, k, delta = 1.0, 19, 1e-6
+    grid = t / 211.3
+    spec = LawSpec("laplace", t)
+    block = laplace_block(spec, k, grid, 0.7, 0.3, 0.8, k)
+    assert block is not None and np.all(block.mass[1::4] == 0.0) and block.offset % 4 == 0  # stride 4
+    _tilted_solve.clear_caches()
+    lower, upper = _tilted_solve.epsilon_bounds([[(spec, k)]], delta, grid=grid)
+    assert exact_delta_repeated(lower, t, k) >= delta >= exact_delta_repeated(upper, t, k), (lower, upper)
+    assert exact_delta_repeated(lower + 0.1 * grid, t, k) <= delta, "the lower end is more than 0.1 cells low"
 
 
 def test_block_is_below_the_exact_composition_pointwise() -> None:
