@@ -442,6 +442,25 @@ class Tilted:
         return float(special.logsumexp(terms))
 
 
+def _log_suffix(x: Array) -> Array:
+    """ln sum_{i >= j} e^{x_i} for every j (to locate roots only, :meth:`Tilted.approx_log_delta`): running sums
+    of e^{x - max} from the end (relative error at most n u, the terms being >= 0), and np.logaddexp.accumulate
+    where a suffix's terms all underflow there (its relative error is about as small; a running logaddexp over
+    1.5e6 points took 40 ms, six of them a tenth of a second on a mixed 10^6 answer)."""
+    out = np.full(x.size, -np.inf)
+    m = float(np.max(x)) if x.size else -math.inf
+    if not math.isfinite(m):
+        return out
+    with np.errstate(under="ignore", divide="ignore"):
+        run = np.cumsum(np.exp(x - m)[::-1])[::-1]
+        out = m + np.log(run)
+    low = np.nonzero(run < 1e-280)[0]  # the running sums only shrink towards the end
+    if low.size:
+        j = int(low[0])
+        out[j:] = np.logaddexp.accumulate(x[j:][::-1])[::-1]
+    return np.asarray(out, dtype=np.float64)
+
+
 def _trimmed(f: Factor) -> Factor:
     """The factor without zero masses at either end (so that its support, and the window's, is tight)."""
     nz = np.nonzero(f.mass)[0]
@@ -877,8 +896,8 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
     s = (lo_i + np.arange(width)) * g
     with np.errstate(divide="ignore"):
         la = np.log(out) - lam * s
-    suf_a = np.logaddexp.accumulate(la[::-1])[::-1]
-    suf_b = np.logaddexp.accumulate((la - s)[::-1])[::-1]
+    suf_a = _log_suffix(la)
+    suf_b = _log_suffix(la - s)
     return Tilted(grid=g, lam=lam, start=lo_i, out=_readonly(out), C=C, err2=err2, rel=rel, width=Wl,
                   log_below=log_below, below_theta=below_theta, below_K=below_K, cut_hi=cut_hi,
                   alias_lam=alias_lam, alias_K=alias_K, nu_low=nu_low, nu_reach=nu_reach,
