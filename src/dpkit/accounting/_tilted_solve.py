@@ -95,13 +95,14 @@ _Steered = tuple[float, float, float, float, dict[bool, list[tuple[Factor, int]]
 
 
 def _steer(parts: Parts, log_delta: float | None, eps: float | None, k_total: int, grid: float | None = None,
-           grid_factor: float = 0.01, max_points: int = 0) -> _Steered:
+           grid_factor: float = 0.01, max_points: int = 0, opt_factors: bool = True) -> _Steered:
     """(lambda*, eps*, sd*, grid, fine pessimistic factors, the tilts they are cut for, the optimistic
     factors on the same grid and cut) for a target delta (or a target eps).
 
     The optimistic factors come from the same half-cell masses as the pessimistic ones (one evaluation of
     the law's cells for both: the cells are most of a factor's cost), for every law whose optimistic factor
-    is its own (None for a Laplace law composed as a block, :func:`_optimistic`).
+    is its own (None for a Laplace law composed as a block, :func:`_optimistic`), unless ``opt_factors`` is
+    False (a pessimistic bound only: None for every law; made later from their cells if asked for after all).
 
     A coarse pass (:func:`_coarse_stage`) gives the per-step scale and the saddle point roughly; the grid is
     ``grid_factor`` times the per-step scale (Laplace grids aligned to the atoms); then the saddle point is
@@ -122,8 +123,8 @@ def _steer(parts: Parts, log_delta: float | None, eps: float | None, k_total: in
     cut = _cut_range(hint)
     g = _grid(parts, sd1, cut, k_total, grid_factor, max_points) if grid is None else float(grid)
     for _ in range(4):
-        both = [(spec.factors(g, cut[1], k_total, (True,) if wants_block(spec, k, g) else (True, False),
-                              lam_lo=cut[0]), k) for spec, k in parts]
+        both = [(spec.factors(g, cut[1], k_total, (True, False) if opt_factors and not wants_block(spec, k, g)
+                              else (True,), lam_lo=cut[0]), k) for spec, k in parts]
         fine = [(fs[True], k) for fs, k in both]
         opt = [fs.get(False) for fs, _ in both]
         built_for = cut
@@ -191,7 +192,8 @@ def _grid(parts: Parts, sd1: float, cut: tuple[float, float], k_total: int, grid
 
 def compose_parts(parts: Parts, *, log_delta: float | None = None, eps: float | None = None,
                   grid: float | None = None, grid_factor: float = GRID_FACTOR,
-                  which: tuple[bool, ...] = (True, False), max_points: int = 0) -> dict[bool, Tilted]:
+                  which: tuple[bool, ...] = (True, False), max_points: int = 0,
+                  opt_factors: bool = True) -> dict[bool, Tilted]:
     """The tilted compositions (pessimistic and/or optimistic) steered at a target delta or eps (on a grid of
     at most ``max_points`` points per factor, 4e6 by default).
 
@@ -204,7 +206,8 @@ def compose_parts(parts: Parts, *, log_delta: float | None = None, eps: float | 
     1e-3 (relative, in delta) of the located value, the composition is redone at the tilt whose mean is
     that root (at most twice)."""
     k_total = sum(k for _, k in parts)
-    lam, e_star, sd, g, fine, cut, opt_built = _steer(parts, log_delta, eps, k_total, grid, grid_factor, max_points)
+    lam, e_star, sd, g, fine, cut, opt_built = _steer(parts, log_delta, eps, k_total, grid, grid_factor, max_points,
+                                                      opt_factors)
     pre_opt: list[Factor | None] | None = opt_built
     if log_delta is None and lam > 0:
         # delta at a given eps: steer the window by the saddle-point estimate of delta
@@ -387,10 +390,11 @@ def epsilon_bounds(directions: Sequence[Parts], delta: float, *, grid: float | N
             break
         # its pessimistic delta at the upper end, on a coarser grid first, then on the grid the first direction
         # ended on (where two directions are nearly equal, sigma = 1e4, the rough grid's bound was too loose)
-        if grid is None and compose_parts(directions[i], log_delta=ld, grid_factor=_CHECK_COARSER * gf,
-                                          which=(True,))[True].log_delta_bound(upper) <= ld:
+        if grid is None and compose_parts(directions[i], log_delta=ld, grid_factor=_CHECK_COARSER * gf, which=(True,),
+                                          opt_factors=False)[True].log_delta_bound(upper) <= ld:
             continue
-        t_own = compose_parts(directions[i], log_delta=ld, grid=grid, grid_factor=gf, which=(True,))[True]
+        t_own = compose_parts(directions[i], log_delta=ld, grid=grid, grid_factor=gf, which=(True,),
+                              opt_factors=False)[True]
         if t_own.log_delta_bound(upper) <= ld:
             continue
         own = epsilon_upper(t_own, ld)
@@ -422,15 +426,15 @@ def epsilon_upper_only(directions: Sequence[Parts], delta: float, *, grid: float
     in full, each other one only checked (its pessimistic delta at that epsilon) unless the check fails."""
     ld = math.log(delta)
     upper = epsilon_upper(compose_parts(directions[0], log_delta=ld, grid=grid, grid_factor=grid_factor,
-                                        which=(True,))[True], ld)
+                                        which=(True,), opt_factors=False)[True], ld)
     for p in directions[1:]:
         if not math.isfinite(upper):
             break
-        t = compose_parts(p, eps=upper, grid=grid, grid_factor=grid_factor, which=(True,))[True]
+        t = compose_parts(p, eps=upper, grid=grid, grid_factor=grid_factor, which=(True,), opt_factors=False)[True]
         if t.log_delta_bound(upper) <= ld:
             continue
         upper = max(upper, epsilon_upper(compose_parts(p, log_delta=ld, grid=grid, grid_factor=grid_factor,
-                                                       which=(True,))[True], ld))
+                                                       which=(True,), opt_factors=False)[True], ld))
     return upper
 
 
@@ -443,7 +447,8 @@ def log_delta_upper(directions: Sequence[Parts], epsilon: float, *, grid: float 
         max_loss = float(sum(k * s.max_loss for s, k in parts))
         if epsilon >= max_loss:
             continue
-        t = compose_parts(parts, eps=epsilon, grid=grid, grid_factor=grid_factor, which=(True,))[True]
+        t = compose_parts(parts, eps=epsilon, grid=grid, grid_factor=grid_factor, which=(True,),
+                          opt_factors=False)[True]
         upper = max(upper, t.log_delta_bound(epsilon))
     return upper
 
