@@ -138,7 +138,7 @@ def _summaries(items: Sequence[tuple[Factor, int]], t_max: float) -> list[tuple[
     for f, k in items:
         w = f.mass.size // _CHOOSE_BLOCKS
         if t_max > 0:
-            w = min(w, int(0.25 / (t_max * f.grid)))
+            w = min(w, int(0.25 / (t_max * f.grid * f.stride)))
         lb, mean, within = _steer_summary(f, max(w, 1))
         out.append((lb, mean, within, k))
     return out
@@ -213,7 +213,9 @@ def _readonly(a: Array) -> Array:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Factor:
-    """One discretised privacy-loss law on the grid l_j = (offset + j) grid (finite part + mass at +inf).
+    """One discretised privacy-loss law on the grid l_j = (offset + stride j) grid (finite part + mass at +inf;
+    ``stride`` > 1: every stride-th grid point, the others holding no mass, as the optimistic Laplace blocks of
+    :mod:`dpkit.accounting._tilted_blocks` on a coarser grid).
 
     ``eta``: tail-relative rounding coefficient; ``nu``: mass removed at each point (or None);
     ``log_tail(lam)``: log of an upper bound on int e^{lam l} over the upper tail left out (-inf if
@@ -230,6 +232,7 @@ class Factor:
     log_tail: Callable[[float], float] | None = None
     max_loss: float = math.inf
     lam_max: float = math.inf  # the largest tilt the cut was made for (log_tail small up to it)
+    stride: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mass", _readonly(self.mass))
@@ -238,7 +241,7 @@ class Factor:
 
     @property
     def losses(self) -> Array:
-        return np.asarray((self.offset + np.arange(self.mass.size)) * self.grid, dtype=np.float64)
+        return np.asarray((self.offset + self.stride * np.arange(self.mass.size)) * self.grid, dtype=np.float64)
 
     def log_mgf(self, lam: float) -> float:
         """ln sum_j m_j e^{lam l_j} (the finite part)."""
@@ -254,7 +257,7 @@ class Factor:
         n = m.size
         width = max(1, -(-n // 8192))
         if block_loss > 0:
-            width = max(1, min(width, int(block_loss / self.grid)))
+            width = max(1, min(width, int(block_loss / (self.grid * self.stride))))
         starts = np.arange(0, n, width)
         bm = np.add.reduceat(m, starts)
         bl = np.add.reduceat(m * losses, starts)
@@ -470,9 +473,9 @@ def _trimmed(f: Factor) -> Factor:
     nu = None if f.nu is None else f.nu[a:b]
     if f.nu is not None and (np.any(f.nu[:a] > 0) or np.any(f.nu[b:] > 0)):
         return f  # removed mass sits there: keep the points
-    return Factor(grid=f.grid, offset=f.offset + a, mass=f.mass[a:b], infinity_mass=f.infinity_mass,
+    return Factor(grid=f.grid, offset=f.offset + f.stride * a, mass=f.mass[a:b], infinity_mass=f.infinity_mass,
                   pessimistic=f.pessimistic, eta=f.eta, nu=nu, log_tail=f.log_tail, max_loss=f.max_loss,
-                  lam_max=f.lam_max)
+                  lam_max=f.lam_max, stride=f.stride)
 
 
 #: the tilts lambda' (lam + d max(lam, 2 / sd)) tried for the Chernoff bound on what wraps from above
@@ -655,12 +658,13 @@ def _group_products(items: Sequence[tuple[Factor, int]], tilted: Sequence[Array]
         by_k.setdefault(int(k), []).append(i if group else -1 - i)
     out: list[_Group] = []
     if not group:
-        return [_Group(k=int(k), vec=tilted[i], offset=f.offset, err2=0.0, removed=0.0)
+        return [_Group(k=int(k), vec=_spread(tilted[i], f.stride), offset=f.offset, err2=0.0, removed=0.0)
                 for i, (f, k) in enumerate(items)]
     for k, idx in by_k.items():
         if len(idx) == 1:
             i = idx[0]
-            out.append(_Group(k=k, vec=tilted[i], offset=items[i][0].offset, err2=0.0, removed=0.0))
+            f = items[i][0]
+            out.append(_Group(k=k, vec=_spread(tilted[i], f.stride), offset=f.offset, err2=0.0, removed=0.0))
             continue
         budget = _GROUP_DROP / (4.0 * k * len(idx))
         removed, rel_leaves = 0.0, 0.0
@@ -672,11 +676,10 @@ def _group_products(items: Sequence[tuple[Factor, int]], tilted: Sequence[Array]
         for i in idx:
             f = items[i][0]
             rel_i = (2.0 * abs(lam) * float(np.max(np.abs(f.losses))) + abs(cs[i]) + 8.0) * _U
-            vec, off = tilted[i], f.offset
-            st, first = _stride(vec, off)
-            st = max(st, 1)
-            if st > 1:
-                vec, off = vec[first - off::st], first
+            # the factor's own stride times that of its nonzero entries
+            st, j0 = _stride(tilted[i], 0)
+            vec, off = tilted[i][j0::max(st, 1)], f.offset + f.stride * j0
+            st = max(st * f.stride, 1)
             v, off, dropped = _trim(vec, off, budget, 0.0, rel_i, st)
             removed += dropped
             rel_leaves += rel_i
@@ -755,7 +758,7 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
         var += k * _dot(tilted_f, (losses - mu) ** 2)
         rel += k * (2.0 * abs(lam) * float(np.max(np.abs(losses))) + abs(c) + 8.0) * _U
         lo_support += k * f.offset
-        hi_support += k * (f.offset + f.mass.size - 1)
+        hi_support += k * (f.offset + f.stride * (f.mass.size - 1))
         eta += k * f.eta
         pert += k * f.eta
         if f.nu is not None and np.any(f.nu > 0):
@@ -949,7 +952,7 @@ class Cumulants:
         if n > _STEER_POINTS:
             cap = n // (_STEER_POINTS // 2)
             if lam > 0:
-                cap = min(cap, int(_STEER_LAM_WIDTH / (lam * f.grid)))
+                cap = min(cap, int(_STEER_LAM_WIDTH / (lam * f.grid * f.stride)))
             width = 1 << max(0, cap.bit_length() - 1) if cap >= 1 else 1
         key = (i, width)
         if key not in self._summaries:

@@ -22,8 +22,8 @@ The block.  For a Laplace law with t = D/b and a count k:
 3. the block, a measure of atoms on g_t, is discretised onto the composition's grid by supporting lines
    (:func:`dpkit.accounting._pld_discretize.discretize` on its half-cell P- and Q-masses; :func:`_regrid`),
    or, where the k-fold law is smooth (little mass left in atoms), onto that grid times a power of two s
-   (about ``_BLOCK_CELLS`` points per sqrt(k) t), then spread back onto every s-th point of the grid (the same
-   losses: i s g is exactly i (s g)); steps 1 and 2 then run on g_t <= s g.
+   (about ``_BLOCK_CELLS`` points per sqrt(k) t), a factor on every s-th point of the grid (``stride`` s: the
+   same losses, i s g being exactly i (s g)); steps 1 and 2 then run on g_t <= s g.
 
 Each step can only lower the hockey-stick curve R(t) = E_P[(t - e^{-L})_+] of the law (leaving mass out
 lowers it; the supporting lines' chord lies below R, :mod:`dpkit.accounting._pld_discretize`; moving an atom
@@ -158,15 +158,10 @@ def laplace_block(spec: LawSpec, k: int, grid: float, lam: float, lam_lo: float,
     block = _regrid(s_down, m, big, k * f.eta, k * t)
     if stride == 1:
         return block
-    # the same masses at the same losses (i big = (i stride) grid exactly), on every grid point
-    mass = np.zeros(stride * (block.mass.size - 1) + 1)
-    mass[::stride] = block.mass
-    nu = None
-    if block.nu is not None:
-        nu = np.zeros(mass.size)
-        nu[::stride] = block.nu
-    return Factor(grid=float(grid), offset=stride * block.offset, mass=mass, infinity_mass=block.infinity_mass,
-                  pessimistic=False, eta=block.eta, nu=nu, log_tail=None, max_loss=block.max_loss, lam_max=math.inf)
+    # the same masses at the same losses (i big = (i stride) grid exactly), every stride-th point of the grid
+    return Factor(grid=float(grid), offset=stride * block.offset, mass=block.mass, infinity_mass=block.infinity_mass,
+                  pessimistic=False, eta=block.eta, nu=block.nu, log_tail=None, max_loss=block.max_loss,
+                  lam_max=math.inf, stride=stride)
 
 
 def _regrid(s: NDArray[np.float64], m: NDArray[np.float64], grid: float, eta: float, max_loss: float) -> Factor:
