@@ -252,7 +252,7 @@ def _compose_at(parts: Parts, fine: dict[bool, list[tuple[Factor, int]]], lam: f
 def _optimistic(spec: LawSpec, k: int, g: float, lam: float, cut: tuple[float, float],
                 k_total: int, built: Factor | None = None) -> tuple[Factor, int]:
     """The optimistic factor of ``k`` copies of a law: a Laplace law off the grid as one block composed on its
-    own aligned grid first (:mod:`dpkit.accounting._tilted_blocks`: one rounding down per law, not per copy);
+    own aligned grid first (:mod:`dpkit.accounting._tilted_blocks`: discretised once per law, not per copy);
     ``built``: the law's optimistic factor on ``g`` and ``cut``, if :func:`_steer` made it already."""
     if built is not None:
         return built, k
