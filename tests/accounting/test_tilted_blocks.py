@@ -163,6 +163,19 @@ def test_smooth_block_on_a_coarser_grid_contains_the_exact_epsilon() -> None:
     assert exact_delta_repeated(lower + 0.1 * grid, t, k) <= delta, "the lower end is more than 0.1 cells low"
 
 
+def test_a_block_of_a_few_cells_stays_below_the_exact_epsilon() -> None:
+    """delta = 1e-12 next to the largest loss of 3 + 2 Laplace copies: the tilt is so large that each block's window
+    holds a few cells, where the supporting lines (whose rule at the lowest-loss end keeps E[Y]) put mass above
+    the law's largest loss and the lower end at the largest loss itself, above the exact epsilon; the block's
+    check (R' <= R at every kink) sends such a block to rounding down, and the interval holds the exact value."""
+    laws, delta = [(1 / 3, 3), (0.2, 2)], 1e-12
+    ts = [t for t, k in laws for _ in range(k)]
+    _tilted_solve.clear_caches()
+    lower, upper = _tilted_solve.epsilon_bounds([[(LawSpec("laplace", t), k) for t, k in laws]], delta)
+    assert lower < sum(ts)
+    assert exact_delta(lower, ts) >= delta >= exact_delta(upper, ts), (lower, upper)
+
+
 def test_block_is_below_the_exact_composition_pointwise() -> None:
     """The block's delta(eps) (its own hockey-stick) never exceeds the exact k-fold composition's."""
     spec, k, grid = LawSpec("laplace", 0.4), 3, 0.4 / 613.7

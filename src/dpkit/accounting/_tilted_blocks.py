@@ -23,7 +23,10 @@ The block.  For a Laplace law with t = D/b and a count k:
    (:func:`dpkit.accounting._pld_discretize.discretize` on its half-cell P- and Q-masses; :func:`_regrid`),
    or, where the k-fold law is smooth (little mass left in atoms), onto that grid times a power of two s
    (about ``_BLOCK_CELLS`` points per sqrt(k) t), a factor on every s-th point of the grid (``stride`` s: the
-   same losses, i s g being exactly i (s g)); steps 1 and 2 then run on g_t <= s g.
+   same losses, i s g being exactly i (s g)); steps 1 and 2 then run on g_t <= s g.  The result is checked,
+   R' <= R at every kink of either curve (:func:`_below`), and where that fails (a window of a few cells at a
+   very large tilt, where the lines' rule at the lowest-loss end meets the top of the support) every atom is
+   rounded down instead.
 
 Each step can only lower the hockey-stick curve R(t) = E_P[(t - e^{-L})_+] of the law (leaving mass out
 lowers it; the supporting lines' chord lies below R, :mod:`dpkit.accounting._pld_discretize`; moving an atom
@@ -194,6 +197,48 @@ def _regrid(s: NDArray[np.float64], m: NDArray[np.float64], grid: float, eta: fl
     half_q = np.bincount(idx, weights=q, minlength=2 * n - 2).astype(np.float64)
     mass, inf, _, nu = discretize(i_lo, n, grid, half_p, half_q, np.empty(0), np.empty(0), 0.0, 0.0, 0.0,
                                   pessimistic=False, positional=True)
-    return Factor(grid=grid, offset=i_lo, mass=mass, infinity_mass=inf, pessimistic=False,
-                  eta=eta + 64.0 * _U, nu=nu if np.any(nu > 0) else None, log_tail=None, max_loss=max_loss,
-                  lam_max=math.inf)
+    # the check's own rounding (running sums of n non-negative terms: n u of R <= n u z P(Y <= z)) and what it lets
+    # pass (32 u + 2 n u of z P(Y <= z), :func:`_below`) join eta beside the 64 u of the lines' own rounding
+    check = 4.0 * (hi_edge.size + n + 2) * _U
+    grid_losses = np.asarray((i_lo + np.arange(n)) * grid, dtype=np.float64)
+    if inf == 0.0 and _below(hi_edge, m, grid_losses, mass, nu):
+        return Factor(grid=grid, offset=i_lo, mass=mass, infinity_mass=inf, pessimistic=False,
+                      eta=eta + 64.0 * _U + check, nu=nu if np.any(nu > 0) else None, log_tail=None,
+                      max_loss=max_loss, lam_max=math.inf)
+    # the lines failed (a support of a few cells, where the lowest-loss end's rule, which keeps E[Y] exact, meets
+    # the top): every atom rounded down instead (Meiser & Mohammadi 2018, Thm 6; first order, always below R)
+    cell = np.floor(x / 2.0 - 1e-9 * np.maximum(1.0, np.abs(x / 2.0))).astype(np.int64)
+    off = int(cell[0])
+    down = np.asarray(np.bincount(cell - off, weights=m), dtype=np.float64)
+    return Factor(grid=grid, offset=off, mass=down, infinity_mass=0.0, pessimistic=False, eta=eta, nu=None,
+                  log_tail=None, max_loss=max_loss, lam_max=math.inf)
+
+
+def _below(a_loss: NDArray[np.float64], a_mass: NDArray[np.float64], losses: NDArray[np.float64],
+           mass: NDArray[np.float64], nu: NDArray[np.float64]) -> bool:
+    """Is R' <= R, with R(z) = sum_i a_i (z - e^{-a_loss_i})_+ the atoms' hockey-stick curve and R' that of
+    ``mass`` on ``losses``, up to what the tilted accountant pays for anyway: R' of the masses ``nu`` (the hull
+    step's, an error term of their own) and (32 + 2 n) u z P(Y <= z) (the lines' own rounding, which the 64 u
+    added to the factor's eta covers, and this check's: the caller adds 4 n u more; eta pays for eta
+    P(L > -ln z - g) in delta)?  Both curves are piecewise linear with kinks at their points, so they are compared
+    at all of those (merged in increasing y) and by their slopes beyond (total masses).  Each curve is a running
+    sum of n non-negative increments (slope times the step), off by a relative n u at most, and R <= z P(Y <= z).
+    On mixed 10^6 the blocks pass with 40 u to spare at most; a support of 4 cells (delta = 1e-10 at the top of
+    10 Laplace laws) put 0.7% of its mass above the law's largest loss."""
+    ya, yg = np.exp(-a_loss[::-1]), np.exp(-losses[::-1])  # increasing
+    z = np.concatenate([ya, yg])
+    order = np.argsort(z, kind="stable")  # two sorted runs: merged in linear time
+    z = z[order]
+    na = ya.size
+    w_a = np.concatenate([a_mass[::-1], np.zeros(yg.size)])[order]
+    w_g = np.concatenate([np.zeros(na), mass[::-1]])[order]
+    w_n = np.concatenate([np.zeros(na), nu[::-1]])[order]
+    dz = np.diff(z)
+    s_a, s_g, s_n = np.cumsum(w_a), np.cumsum(w_g), np.cumsum(w_n)
+    r_a = np.concatenate([[0.0], np.cumsum(s_a[:-1] * dz)])
+    r_g = np.concatenate([[0.0], np.cumsum(s_g[:-1] * dz)])
+    r_n = np.concatenate([[0.0], np.cumsum(s_n[:-1] * dz)])
+    tol = (32.0 + 2.0 * (z.size + 2)) * _U
+    ok = r_g <= r_a + r_n + tol * z * s_a
+    total_a, total_g = float(s_a[-1]), float(s_g[-1])
+    return bool(np.all(ok)) and total_g <= total_a * (1.0 + tol) + float(s_n[-1])
