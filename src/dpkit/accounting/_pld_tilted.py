@@ -152,9 +152,10 @@ def _approx_K(summ: Sequence[tuple[Array, Array, Array, int]], lams: Sequence[fl
     for lb, mean, within, k in summ:
         if lb.size == 0:
             continue
-        x = lb[None, :] + lam_arr[:, None] * mean[None, :] + (0.5 * lam_arr * lam_arr)[:, None] * within[None, :]
-        m = x.max(axis=1)
-        with np.errstate(invalid="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"):  # an infinite tilt (theta = f / sd, sd = 0) gives nan:
+            # never chosen (every comparison with nan is false), as with the exact cumulants
+            x = lb[None, :] + lam_arr[:, None] * mean[None, :] + (0.5 * lam_arr * lam_arr)[:, None] * within[None, :]
+            m = x.max(axis=1)
             total += k * (m + np.log(np.exp(x - m[:, None]).sum(axis=1)))
     return [float(v) for v in total]
 
@@ -814,8 +815,9 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
             a = (target - Kb + lam * e_low) / th
             if a > best_a:
                 best_a, below_theta = a, th
-        below_K = _K_at(logs, [lam - below_theta])[0]
-        best_a = (target - below_K + lam * e_low) / below_theta
+        if below_theta > 0:
+            below_K = _K_at(logs, [lam - below_theta])[0]
+            best_a = (target - below_K + lam * e_low) / below_theta
         w_below = min(w_below, a_hi - best_a)
     # long enough for the wrap-around bounds, and reaching 8 sd below the tilted law's mean and the answer
     # (with a large tilt, e^{C - lam a_hi} alone put the window's top so far up that its bottom missed
