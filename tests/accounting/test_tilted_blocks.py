@@ -1,6 +1,6 @@
 """Laplace laws composed off their grid (:mod:`dpkit.accounting._tilted_blocks`): the certified interval
 contains the exact epsilon(delta), computed independently with mpmath, and is of the second order where
-rounding each copy's atoms down was of the first.
+rounding each copy's atoms down was of the first (and rounding each block down lost half a cell per law).
 
 The reference.  With b = 1 and shift t, the Laplace loss is +t with P-mass 1/2, -t with P-mass e^{-t}/2,
 and has density e^{(l - t)/2} / 4 on (-t, t).  A composition is a mixture over which copies take which
@@ -17,10 +17,12 @@ import itertools
 import math
 
 import mpmath as mp
+import numpy as np
 import pytest
 
 from dpkit.accounting import _tilted_solve
-from dpkit.accounting._tilted_blocks import aligned, laplace_block, wants_block
+from dpkit.accounting._pld_discretize import discretize
+from dpkit.accounting._tilted_blocks import _below, _regrid, aligned, laplace_block, wants_block
 from dpkit.accounting._tilted_laws import LawSpec
 
 
@@ -123,7 +125,8 @@ def test_off_grid_interval_contains_the_exact_epsilon(laws: list[tuple[float, in
     _tilted_solve.clear_caches()
     lower, upper = _tilted_solve.epsilon_bounds([parts], delta, grid=grid)
     assert exact_delta(lower, ts) >= delta >= exact_delta(upper, ts), (lower, upper)  # lower <= truth <= upper
-    # one rounding down per law: the lower end is within about a cell per law of the truth
+    # so few copies leave the blocks lumpy (heavy atoms), and those are rounded down, once per law: the lower end
+    # is within about a cell per law of the truth
     assert exact_delta(lower + 1.5 * grid * len(laws), ts) <= delta
 
 
@@ -134,7 +137,8 @@ def test_repeated_reference_agrees_with_the_general_one() -> None:
 
 def test_many_copies_off_grid_lose_one_rounding_not_k() -> None:
     """k = 12 copies of t = 0.3 on a grid aligned to nothing: rounding each copy's atoms down put the lower
-    end several cells below the truth; the block loses at most about one cell.  (Checked on delta, which
+    end several cells below the truth; the block (lumpy: 19% of its mass in atoms, so rounded down) loses at
+    most about one cell.  (Checked on delta, which
     decreases in eps: lower <= truth iff delta(lower) >= delta.)"""
     t, k, delta = 0.3, 12, 1e-4
     grid = t / 611.3
@@ -143,6 +147,54 @@ def test_many_copies_off_grid_lose_one_rounding_not_k() -> None:
     assert exact_delta_repeated(lower, t, k) >= delta >= exact_delta_repeated(upper, t, k), (lower, upper)
     assert exact_delta_repeated(lower + 1.5 * grid, t, k) <= delta, "the lower end is more than 1.5 cells low"
     assert exact_delta_repeated(upper - 1.5 * grid, t, k) >= delta, "the upper end is more than 1.5 cells high"
+
+
+def test_smooth_block_on_a_coarser_grid_contains_the_exact_epsilon() -> None:
+    """k = 19 copies of t = 1 (the copies that all take an atom hold 7e-4 of the mass): the block is put on 2
+    times the grid (a factor on every other grid point), and the interval still contains the exact epsilon, its
+    lower end within a tenth of a cell (0.03 cells when written)."""
+    t, k, delta = 1.0, 19, 1e-6
+    grid = t / 211.3
+    spec = LawSpec("laplace", t)
+    block = laplace_block(spec, k, grid, 0.7, 0.3, 0.8, k)
+    assert block is not None and block.stride == 2 and block.offset % 2 == 0
+    _tilted_solve.clear_caches()
+    lower, upper = _tilted_solve.epsilon_bounds([[(spec, k)]], delta, grid=grid)
+    assert exact_delta_repeated(lower, t, k) >= delta >= exact_delta_repeated(upper, t, k), (lower, upper)
+    assert exact_delta_repeated(lower + 0.1 * grid, t, k) <= delta, "the lower end is more than 0.1 cells low"
+
+
+def test_a_block_of_a_few_cells_stays_below_the_exact_epsilon() -> None:
+    """delta = 1e-12 next to the largest loss of 3 + 2 Laplace copies: the tilt is so large that each block's window
+    holds a few cells (where supporting lines, whose rule at the lowest-loss end keeps E[Y], put mass above the
+    law's largest loss and the lower end at the largest loss itself); the interval holds the exact value."""
+    laws, delta = [(1 / 3, 3), (0.2, 2)], 1e-12
+    ts = [t for t, k in laws for _ in range(k)]
+    _tilted_solve.clear_caches()
+    lower, upper = _tilted_solve.epsilon_bounds([[(LawSpec("laplace", t), k) for t, k in laws]], delta)
+    assert lower < sum(ts)
+    assert exact_delta(lower, ts) >= delta >= exact_delta(upper, ts), (lower, upper)
+
+
+def test_supporting_lines_on_a_few_cells_fail_the_check_and_round_down() -> None:
+    """Four atoms within two cells: the lines' result (E[Y] kept at the lowest-loss end, and the top point above
+    the largest atom) is not below R, the check says so, and the block is rounded down instead."""
+    g = 0.01
+    s = np.array([1.0, 1.0 + 0.3 * g, 1.0 + 0.7 * g, 1.0 + 1.2 * g])
+    m = np.array([0.3, 0.2, 0.1, 0.05])
+    half = np.ceil(s / (0.5 * g) - 1e-9 * s / (0.5 * g)).astype(np.int64) - 1
+    i_lo, i_hi = int(half[0]) // 2, -(-(int(half[-1]) + 1) // 2)
+    n = i_hi - i_lo + 1
+    idx = half - 2 * i_lo
+    hp = np.bincount(idx, weights=m, minlength=2 * n - 2).astype(np.float64)
+    hq = np.bincount(idx, weights=m * np.exp(-s), minlength=2 * n - 2).astype(np.float64)
+    raw, _, _, nu = discretize(i_lo, n, g, hp, hq, np.empty(0), np.empty(0), 0.0, 0.0, 0.0, pessimistic=False,
+                               positional=True)
+    losses = (i_lo + np.arange(n)) * g
+    assert not _below(s, m, losses, raw, nu)
+    block = _regrid(s, m, g, 0.0, float(s[-1]))
+    assert block.losses[np.nonzero(block.mass)[0][-1]] <= s[-1]
+    assert _below(s, m, block.losses, block.mass, np.zeros(block.mass.size))
 
 
 def test_block_is_below_the_exact_composition_pointwise() -> None:

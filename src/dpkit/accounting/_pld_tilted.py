@@ -125,6 +125,55 @@ def _K_at(logs: Sequence[tuple[Array, Array, int]], lams: Sequence[float]) -> li
     return [math.fsum(col) for col in zip(*per)] if per else [0.0] * len(lams)
 
 
+#: at most this many blocks per factor in the summaries the window's tilts are chosen on (:func:`_summaries`)
+_CHOOSE_BLOCKS = 1024
+
+
+def _summaries(items: Sequence[tuple[Factor, int]], t_max: float) -> list[tuple[Array, Array, Array, int]]:
+    """Each factor in blocks of at most ``_CHOOSE_BLOCKS`` (and no wider than 0.25 / t_max in loss), each block's
+    ln mass, mean loss and variance within (:func:`_steer_summary`): what :func:`_approx_K` and
+    :func:`_approx_var` evaluate to *choose* the window's tilts (lambda' and theta, whose exact K is then computed
+    once each for the certified bounds: the choice only sets the window's length)."""
+    out = []
+    for f, k in items:
+        w = f.mass.size // _CHOOSE_BLOCKS
+        if t_max > 0:
+            w = min(w, int(0.25 / (t_max * f.grid * f.stride)))
+        lb, mean, within = _steer_summary(f, max(w, 1))
+        out.append((lb, mean, within, k))
+    return out
+
+
+def _approx_K(summ: Sequence[tuple[Array, Array, Array, int]], lams: Sequence[float]) -> list[float]:
+    """sum_i k_i ln M_i(lam) at each lam, each block taken as a normal law of its mean and variance (exact for
+    blocks of one point; steering only)."""
+    lam_arr = np.asarray(lams, dtype=np.float64)
+    total = np.zeros(lam_arr.size)
+    for lb, mean, within, k in summ:
+        if lb.size == 0:
+            continue
+        with np.errstate(over="ignore", invalid="ignore"):  # an infinite tilt (theta = f / sd, sd = 0) gives nan:
+            # never chosen (every comparison with nan is false), as with the exact cumulants
+            x = lb[None, :] + lam_arr[:, None] * mean[None, :] + (0.5 * lam_arr * lam_arr)[:, None] * within[None, :]
+            m = x.max(axis=1)
+            total += k * (m + np.log(np.exp(x - m[:, None]).sum(axis=1)))
+    return [float(v) for v in total]
+
+
+def _approx_var(summ: Sequence[tuple[Array, Array, Array, int]], lam: float) -> float:
+    """sum_i k_i times the tilted variance at lam, on the blocks of :func:`_approx_K` (steering only)."""
+    var = 0.0
+    for lb, mean, within, k in summ:
+        if lb.size == 0:
+            continue
+        x = lb + lam * mean + 0.5 * lam * lam * within
+        w = np.exp(x - _lse(x))
+        shifted = mean + lam * within
+        mu = _dot(w, shifted)
+        var += k * _dot(w, within + (shifted - mu) ** 2)
+    return var
+
+
 def _dot(a: Array, b: Array) -> float:
     """sum_i a_i b_i by NumPy's own einsum loop (one thread), not BLAS: a multithreaded BLAS dot waits for its
     threads, which on a loaded machine cost milliseconds per call (24 s of a 90 s answer in the 10^6-step
@@ -165,7 +214,9 @@ def _readonly(a: Array) -> Array:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Factor:
-    """One discretised privacy-loss law on the grid l_j = (offset + j) grid (finite part + mass at +inf).
+    """One discretised privacy-loss law on the grid l_j = (offset + stride j) grid (finite part + mass at +inf;
+    ``stride`` > 1: every stride-th grid point, the others holding no mass, as the optimistic Laplace blocks of
+    :mod:`dpkit.accounting._tilted_blocks` on a coarser grid).
 
     ``eta``: tail-relative rounding coefficient; ``nu``: mass removed at each point (or None);
     ``log_tail(lam)``: log of an upper bound on int e^{lam l} over the upper tail left out (-inf if
@@ -182,6 +233,7 @@ class Factor:
     log_tail: Callable[[float], float] | None = None
     max_loss: float = math.inf
     lam_max: float = math.inf  # the largest tilt the cut was made for (log_tail small up to it)
+    stride: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mass", _readonly(self.mass))
@@ -190,7 +242,7 @@ class Factor:
 
     @property
     def losses(self) -> Array:
-        return np.asarray((self.offset + np.arange(self.mass.size)) * self.grid, dtype=np.float64)
+        return np.asarray((self.offset + self.stride * np.arange(self.mass.size)) * self.grid, dtype=np.float64)
 
     def log_mgf(self, lam: float) -> float:
         """ln sum_j m_j e^{lam l_j} (the finite part)."""
@@ -206,7 +258,7 @@ class Factor:
         n = m.size
         width = max(1, -(-n // 8192))
         if block_loss > 0:
-            width = max(1, min(width, int(block_loss / self.grid)))
+            width = max(1, min(width, int(block_loss / (self.grid * self.stride))))
         starts = np.arange(0, n, width)
         bm = np.add.reduceat(m, starts)
         bl = np.add.reduceat(m * losses, starts)
@@ -394,6 +446,25 @@ class Tilted:
         return float(special.logsumexp(terms))
 
 
+def _log_suffix(x: Array) -> Array:
+    """ln sum_{i >= j} e^{x_i} for every j (to locate roots only, :meth:`Tilted.approx_log_delta`): running sums
+    of e^{x - max} from the end (relative error at most n u, the terms being >= 0), and np.logaddexp.accumulate
+    where a suffix's terms all underflow there (its relative error is about as small; a running logaddexp over
+    1.5e6 points took 40 ms, six of them a tenth of a second on a mixed 10^6 answer)."""
+    out = np.full(x.size, -np.inf)
+    m = float(np.max(x)) if x.size else -math.inf
+    if not math.isfinite(m):
+        return out
+    with np.errstate(under="ignore", divide="ignore"):
+        run = np.cumsum(np.exp(x - m)[::-1])[::-1]
+        out = m + np.log(run)
+    low = np.nonzero(run < 1e-280)[0]  # the running sums only shrink towards the end
+    if low.size:
+        j = int(low[0])
+        out[j:] = np.logaddexp.accumulate(x[j:][::-1])[::-1]
+    return np.asarray(out, dtype=np.float64)
+
+
 def _trimmed(f: Factor) -> Factor:
     """The factor without zero masses at either end (so that its support, and the window's, is tight)."""
     nz = np.nonzero(f.mass)[0]
@@ -403,9 +474,9 @@ def _trimmed(f: Factor) -> Factor:
     nu = None if f.nu is None else f.nu[a:b]
     if f.nu is not None and (np.any(f.nu[:a] > 0) or np.any(f.nu[b:] > 0)):
         return f  # removed mass sits there: keep the points
-    return Factor(grid=f.grid, offset=f.offset + a, mass=f.mass[a:b], infinity_mass=f.infinity_mass,
+    return Factor(grid=f.grid, offset=f.offset + f.stride * a, mass=f.mass[a:b], infinity_mass=f.infinity_mass,
                   pessimistic=f.pessimistic, eta=f.eta, nu=nu, log_tail=f.log_tail, max_loss=f.max_loss,
-                  lam_max=f.lam_max)
+                  lam_max=f.lam_max, stride=f.stride)
 
 
 #: the tilts lambda' (lam + d max(lam, 2 / sd)) tried for the Chernoff bound on what wraps from above
@@ -429,26 +500,25 @@ def _window_above(logs: Sequence[tuple[Array, Array, int]], lam: float, cands: S
     return best
 
 
-def _window_tilt(logs: Sequence[tuple[Array, Array, int]], lam: float, lam_min: float, center: float,
-                 target: float, g: float) -> tuple[float, float, float, float]:
+def _window_tilt(logs: Sequence[tuple[Array, Array, int]], summ: Sequence[tuple[Array, Array, Array, int]],
+                 lam: float, lam_min: float, center: float, target: float, g: float
+                 ) -> tuple[float, float, float, float]:
     """(FFT tilt, w_above, lambda', K(lambda')): the tilt in [lam_min, lam] whose window
     max((-target) / tilt, w_above(tilt)) is shortest (ties to the larger tilt, where the tilted mass at the
     answer is thickest).  At the saddle tilt lam the law's upper tail beyond the answer decays no faster than
     e^{-lam x}, so what wraps down from above is amplified by e^{lam W}; with heavy jumps (q = 1e-3) a
-    smaller tilt needs the shorter window, with light ones (many steps) the saddle tilt itself."""
+    smaller tilt needs the shorter window, with light ones (many steps) the saddle tilt itself.
+
+    The choice is made on the factors' block summaries (:func:`_approx_K`); K(lambda'), which the certified
+    wrap-around bound uses, is then computed exactly on ``logs`` at the lambda' chosen (14 exact evaluations of
+    every factor at every candidate tilt were a tenth of a mixed 10^6 answer)."""
     alphas = (1.0, 0.9, 0.75, 0.6, 0.5)
     cands = sorted({lam * a for a in alphas + (1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 9.0, 14.0)})
-    ks = list(zip(cands, _K_at(logs, cands)))
+    ks = list(zip(cands, _approx_K(summ, cands)))
     kd = dict(ks)
     # the tilted law's sd at lam, for the lowest eps of interest, center - 2 sd (a second difference of K
     # is no good: where jumps dominate, K grows by orders of magnitude just past the saddle tilt)
-    var = 0.0
-    for lm, losses, k in logs:
-        t = lm + lam * losses
-        wt = np.exp(t - _lse(t))
-        mu = _dot(wt, losses)
-        var += k * _dot(wt, (losses - mu) ** 2)
-    x_low = center - 2.0 * math.sqrt(var)
+    x_low = center - 2.0 * math.sqrt(_approx_var(summ, lam))
     best = None
     for a in alphas:
         tilt = lam * a
@@ -458,17 +528,21 @@ def _window_tilt(logs: Sequence[tuple[Array, Array, int]], lam: float, lam_min: 
         # - K(lam) + K(tilt) (Chernoff; 0 at the saddle tilt): the FFT's error is relative to the peak
         if a < 1.0 and (lam - tilt) * center - kd[lam] + kd[tilt] > _THIN:
             break
-        w_above, lp_best, K_best = math.inf, tilt, math.inf
+        w_above, lp_best = math.inf, tilt
         for lp, Kp in ks:
             if lp > tilt * 1.05:
                 w = (Kp - lp * x_low - target) / (lp - tilt)
                 if w < w_above:
-                    w_above, lp_best, K_best = w, lp, Kp
+                    w_above, lp_best = w, lp
         W = max(-target / tilt, w_above, 64 * g)
         if best is None or W < 0.95 * best[0]:
-            best = (W, tilt, w_above, lp_best, K_best)
+            best = (W, tilt, lp_best)
     assert best is not None
-    return best[1], best[2], best[3], best[4]
+    _, tilt, lp_best = best
+    if lp_best <= tilt:
+        return tilt, math.inf, tilt, math.inf
+    K_best = _K_at(logs, [lp_best])[0]
+    return tilt, (K_best - lp_best * x_low - target) / (lp_best - tilt), lp_best, K_best
 
 
 #: compose factors sharing a count once, then raise that to the count (:func:`_group_products`); False: one
@@ -506,11 +580,12 @@ def _prefix_sums(vec: Array, budget: float) -> Array:
         m = min(n, 8 * m)
 
 
-def _trim(vec: Array, offset: int, budget: float, noise2: float, rel: float = 0.0) -> tuple[Array, int, float]:
+def _trim(vec: Array, offset: int, budget: float, noise2: float, rel: float = 0.0,
+          stride: int = 1) -> tuple[Array, int, float]:
     """(vec, offset, dropped): ``vec`` without end blocks of computed mass <= budget each; ``dropped`` bounds the
     exact mass cut off: the computed mass there plus sqrt(points) ``noise2`` (Cauchy-Schwarz: the l1 norm of
     the error on n points is at most sqrt(n) times its l2 norm), times 1 + 2 ``rel`` (a pointwise relative error
-    of the values) + 2 n u (the sums' rounding)."""
+    of the values) + 2 n u (the sums' rounding).  ``stride``: the entries are ``stride`` grid points apart."""
     if vec.size <= 2 or budget <= 0:
         return vec, offset, 0.0
     cum = _prefix_sums(vec, budget)
@@ -524,7 +599,27 @@ def _trim(vec: Array, offset: int, budget: float, noise2: float, rel: float = 0.
     if n_out == 0:
         return vec, offset, 0.0
     dropped = (dropped + math.sqrt(n_out) * noise2) * (1.0 + 2.0 * rel + 2.0 * (n_out + 2) * _U)
-    return vec[lo:hi], offset + lo, dropped
+    return vec[lo:hi], offset + stride * lo, dropped
+
+
+def _stride(vec: Array, offset: int) -> tuple[int, int]:
+    """(s, first): the largest s such that every nonzero entry of ``vec`` sits at a grid index first + s j
+    (first: the first nonzero's index), or (0, offset) for a vector of zeros.  Exact: the zeros are exact zeros."""
+    nz = np.flatnonzero(vec)
+    if nz.size == 0:
+        return 0, offset
+    if nz.size == 1:
+        return 0, offset + int(nz[0])
+    return int(np.gcd.reduce(np.diff(nz))), offset + int(nz[0])
+
+
+def _spread(vec: Array, r: int) -> Array:
+    """``vec`` with r - 1 zeros between its entries (its entries r points apart)."""
+    if r <= 1:
+        return vec
+    out = np.zeros(r * (vec.size - 1) + 1)
+    out[::r] = vec
+    return out
 
 
 def _group_products(items: Sequence[tuple[Factor, int]], tilted: Sequence[Array], cs: Sequence[float], lam: float,
@@ -564,28 +659,39 @@ def _group_products(items: Sequence[tuple[Factor, int]], tilted: Sequence[Array]
         by_k.setdefault(int(k), []).append(i if group else -1 - i)
     out: list[_Group] = []
     if not group:
-        return [_Group(k=int(k), vec=tilted[i], offset=f.offset, err2=0.0, removed=0.0)
+        return [_Group(k=int(k), vec=_spread(tilted[i], f.stride), offset=f.offset, err2=0.0, removed=0.0)
                 for i, (f, k) in enumerate(items)]
     for k, idx in by_k.items():
         if len(idx) == 1:
             i = idx[0]
-            out.append(_Group(k=k, vec=tilted[i], offset=items[i][0].offset, err2=0.0, removed=0.0))
+            f = items[i][0]
+            out.append(_Group(k=k, vec=_spread(tilted[i], f.stride), offset=f.offset, err2=0.0, removed=0.0))
             continue
         budget = _GROUP_DROP / (4.0 * k * len(idx))
         removed, rel_leaves = 0.0, 0.0
-        nodes: list[tuple[Array, int, float]] = []
+        # strides: a leaf whose nonzero entries are s grid points apart (the optimistic Laplace blocks, put on the
+        # grid times a power of two) is kept as every s-th point, and two nodes are convolved at the gcd of their
+        # strides (the same convolution: a product of such vectors is one too), leaves of one stride first; the
+        # product is spread back onto every grid point at the end
+        nodes: list[tuple[Array, int, float, int]] = []
         for i in idx:
             f = items[i][0]
             rel_i = (2.0 * abs(lam) * float(np.max(np.abs(f.losses))) + abs(cs[i]) + 8.0) * _U
-            v, off, dropped = _trim(tilted[i], f.offset, budget, 0.0, rel_i)
+            # the factor's own stride times that of its nonzero entries
+            st, j0 = _stride(tilted[i], 0)
+            vec, off = tilted[i][j0::max(st, 1)], f.offset + f.stride * j0
+            st = max(st * f.stride, 1)
+            v, off, dropped = _trim(vec, off, budget, 0.0, rel_i, st)
             removed += dropped
             rel_leaves += rel_i
-            nodes.append((v, off, 0.0))
+            nodes.append((v, off, 0.0, st))
         while len(nodes) > 1:
-            nodes.sort(key=lambda t: t[0].size)
+            nodes.sort(key=lambda t: (-t[3], t[0].size))
             nxt = []
             for j in range(0, len(nodes) - 1, 2):
-                (a, oa, ea), (b, ob, eb) = nodes[j], nodes[j + 1]
+                (a, oa, ea, sa), (b, ob, eb, sb) = nodes[j], nodes[j + 1]
+                stride = math.gcd(sa, sb)
+                a, b = _spread(a, sa // stride), _spread(b, sb // stride)
                 n = a.size + b.size - 1
                 size = sp_fft.next_fast_len(n, real=True)
                 conv = sp_fft.irfft(sp_fft.rfft(a, size) * sp_fft.rfft(b, size), size)[:n]
@@ -595,17 +701,18 @@ def _group_products(items: Sequence[tuple[Factor, int]], tilted: Sequence[Array]
                 fresh = _FFT_C * math.log2(max(size, 2)) * _U * (a2 * b1 + a1 * b2 + c2)
                 err = (ea * b1 + a1 * eb + ea * math.sqrt(b.size) * eb + fresh) * (1.0 + 1e-9)
                 conv = np.maximum(conv, 0.0)
-                v, off, dropped = _trim(conv, oa + ob, budget, err)
+                v, off, dropped = _trim(conv, oa + ob, budget, err, 0.0, stride)
                 removed += dropped
-                nxt.append((v, off, err))
+                nxt.append((v, off, err, stride))
             if len(nodes) % 2:
                 nxt.append(nodes[-1])
             nodes = nxt
-        v, off, err = nodes[0]
+        v, off, err, stride = nodes[0]
         l1 = float(np.sum(v)) * (1.0 + v.size * _U)
         if l1 > 1.0:
             err += (1.0 - 1.0 / l1 + _U) * _l2_up(v) * (1.0 + 1e-9)
             v = v / l1
+        v = _spread(v, stride)  # back onto every grid point (exact zeros between: the norms are unchanged)
         # the drops above are of products of the computed leaves; the exact leaves' are at most e^{2 sum r_i} times
         out.append(_Group(k=k, vec=v, offset=off, err2=err, removed=removed * math.exp(2.0 * rel_leaves)))
     return out
@@ -630,8 +737,9 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
     with np.errstate(divide="ignore"):
         logs = [(np.log(f.mass), f.losses, k) for f, k in items]
     chosen = None
+    summ = _summaries(items, 14.0 * lam) if lam > 0 else []
     if lam_min is not None and lam > 0 and center is not None and log_delta is not None and math.isfinite(center):
-        chosen = _window_tilt(logs, lam, float(lam_min), float(center), log_delta - _MARGIN, g)
+        chosen = _window_tilt(logs, summ, lam, float(lam_min), float(center), log_delta - _MARGIN, g)
         lam = chosen[0]
     # ---- tilted vectors, their moments, and the log-normalisers c_i
     tilted, cs, means, var, rel = [], [], 0.0, 0.0, 0.0
@@ -651,7 +759,7 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
         var += k * _dot(tilted_f, (losses - mu) ** 2)
         rel += k * (2.0 * abs(lam) * float(np.max(np.abs(losses))) + abs(c) + 8.0) * _U
         lo_support += k * f.offset
-        hi_support += k * (f.offset + f.mass.size - 1)
+        hi_support += k * (f.offset + f.stride * (f.mass.size - 1))
         eta += k * f.eta
         pert += k * f.eta
         if f.nu is not None and np.any(f.nu > 0):
@@ -702,10 +810,14 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
         e_low = min(eps0, means) - 2.0 * sd
         best_a = -math.inf
         ths = sorted({lam * f for f in (0.25, 0.5, 1.0, 2.0, 4.0)} | {f / sd for f in (2.0, 4.0, 8.0, 16.0)})
-        for th, Kb in zip(ths, _K_at(logs, [lam - th for th in ths])):
+        # chosen on the block summaries, then K(lam - theta) exact at the theta chosen (as for lambda' above)
+        for th, Kb in zip(ths, _approx_K(summ, [lam - th for th in ths])):
             a = (target - Kb + lam * e_low) / th
             if a > best_a:
-                best_a, below_theta, below_K = a, th, Kb
+                best_a, below_theta = a, th
+        if below_theta > 0:
+            below_K = _K_at(logs, [lam - below_theta])[0]
+            best_a = (target - below_K + lam * e_low) / below_theta
         w_below = min(w_below, a_hi - best_a)
     # long enough for the wrap-around bounds, and reaching 8 sd below the tilted law's mean and the answer
     # (with a large tilt, e^{C - lam a_hi} alone put the window's top so far up that its bottom missed
@@ -733,8 +845,12 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
     peak = g / (math.sqrt(2.0 * math.pi) * sd)
     a2s = [_l2_up(gp.vec) for gp in groups]
     if extended is None:
-        guess = sum(gp.k * (_FFT_C * log_n * _U * a2 + gp.err2) for gp, a2 in zip(groups, a2s))
-        extended = guess > 1e-6 * peak
+        # extended precision shrinks only the forward transforms' term: worth it where the error matters next to
+        # the peak and that term is not dwarfed by the products' own (the bound is then at most 5/4 of what it
+        # would be; mixed 10^6: 3e-13 next to 3e-9, and three long-double transforms of 1.5e6 points were 0.5 s)
+        fwd = sum(gp.k * _FFT_C * log_n * _U * a2 for gp, a2 in zip(groups, a2s))
+        tree = sum(gp.k * gp.err2 for gp in groups)
+        extended = fwd + tree > 1e-6 * peak and fwd > 0.25 * tree
     u_fwd = _U_EXT if extended else _U
     spectrum = None
     fresh_in, rel_power = 0.0, 0.0
@@ -785,8 +901,8 @@ def compose_tilted(parts: Sequence[tuple[Factor, int]], lam: float, *, center: f
     s = (lo_i + np.arange(width)) * g
     with np.errstate(divide="ignore"):
         la = np.log(out) - lam * s
-    suf_a = np.logaddexp.accumulate(la[::-1])[::-1]
-    suf_b = np.logaddexp.accumulate((la - s)[::-1])[::-1]
+    suf_a = _log_suffix(la)
+    suf_b = _log_suffix(la - s)
     return Tilted(grid=g, lam=lam, start=lo_i, out=_readonly(out), C=C, err2=err2, rel=rel, width=Wl,
                   log_below=log_below, below_theta=below_theta, below_K=below_K, cut_hi=cut_hi,
                   alias_lam=alias_lam, alias_K=alias_K, nu_low=nu_low, nu_reach=nu_reach,
@@ -838,7 +954,7 @@ class Cumulants:
         if n > _STEER_POINTS:
             cap = n // (_STEER_POINTS // 2)
             if lam > 0:
-                cap = min(cap, int(_STEER_LAM_WIDTH / (lam * f.grid)))
+                cap = min(cap, int(_STEER_LAM_WIDTH / (lam * f.grid * f.stride)))
             width = 1 << max(0, cap.bit_length() - 1) if cap >= 1 else 1
         key = (i, width)
         if key not in self._summaries:

@@ -3,8 +3,9 @@ through the tilted accountant (:mod:`dpkit.accounting._pld_tilted`).
 
 Steps, for one composition (one ordered pair of neighbours; the caller takes the worst over them):
 
-1. coarse factors of each law (about 2e4 points each) give the tilted cumulants K(lambda); the saddle
-   point lambda* (:func:`~dpkit.accounting._pld_tilted.saddle_lambda`) steers the tilt and the grid;
+1. coarse factors of each law (2000 points each, on its own grid, cut for the tilts found) give the
+   per-step scales and the tilted cumulants K(lambda); the saddle point lambda*
+   (:func:`~dpkit.accounting._pld_tilted.saddle_lambda`) steers the tilt and the grid;
 2. the grid is ``grid_factor`` times the smallest per-step standard deviation of the loss
    (both discretisations err at second order in grid / scale; Laplace grids are aligned so that the
    atoms +-t lie on it), coarsened where a factor would pass 4e6 points;
@@ -36,38 +37,26 @@ GRID_FACTOR = 0.01
 _MAX_POINTS = 4_000_000
 
 
-def _coarse(parts: Parts, lam_max: float, k_total: int, grid: float | None = None) -> list[tuple[Factor, int]]:
+#: points of each law's own grid in the coarse stage (steering needs only each law's scale and cumulants; on mixed
+#: 10^6, 2000 points move the saddle tilt by 1e-4 and the per-step scale, hence the grid, by 4e-4 from 5000)
+_COARSE_POINTS = 2000
+#: the largest tilt the coarse stage first cuts the laws for (raised to 4 lambda while the tilt found passes half
+#: of it): a cut for tilts up to 64 made a subsampled law (q = 0.01, sigma = 0.8) 25 times longer than one for 1,
+#: which at a common grid of 0.3 times the smallest per-step scale was 9e6 points for 200 such laws
+_COARSE_LAM0 = 1.0
+
+
+def _coarse(parts: Parts, lam_max: float, k_total: int) -> list[tuple[Factor, int]]:
+    """Each law's pessimistic factor on its own grid (``_COARSE_POINTS`` points over its span for tilts up to
+    ``lam_max``; a Laplace grid aligned to its atoms): the cumulants sum over factors on any grids."""
     out = []
     for spec, k in parts:
         lo, hi, _ = spec.span(lam_max, k_total)
-        g = (hi - lo) / 20000.0 if grid is None else max(grid, (hi - lo) / 400000.0)
+        g = (hi - lo) / _COARSE_POINTS
         if spec.kind == "laplace":
             g = spec.mu / math.ceil(spec.mu / g)
         out.append((spec.factors(g, lam_max, k_total, (True,))[True], k))
     return out
-
-
-#: the first coarse pass's per-step standard deviation of each law, by (law, lam_max, k_total): that pass only
-#: gives the scale of the second, and the two directions of a subsampled composition share their Gaussian and
-#: Laplace laws (a float per law; the factor itself is not kept)
-_PASS1_SD: dict[tuple[object, ...], float] = {}
-
-
-def _first_pass_sd(parts: Parts, lam_max: float, k_total: int) -> float:
-    """``_step_sd(_coarse(parts, lam_max, k_total))``, each law's term computed once (the same floats)."""
-    sds = []
-    for spec, k in parts:
-        key = (spec, float(lam_max), int(k_total))
-        sd = _PASS1_SD.get(key)
-        if sd is None:
-            f = _coarse([(spec, k)], lam_max, k_total)[0][0]
-            sd = math.sqrt(max(_exact_moments([(f, 1)], 0.0)[2], 0.0))
-            if len(_PASS1_SD) >= 4096:
-                _PASS1_SD.clear()
-            _PASS1_SD[key] = sd
-        sds.append(sd)
-    pos = [x for x in sds if x > 0]
-    return min(pos) if pos else 1e-2
 
 
 def _step_sd(coarse: Sequence[tuple[Factor, int]]) -> float:
@@ -106,18 +95,18 @@ _Steered = tuple[float, float, float, float, dict[bool, list[tuple[Factor, int]]
 
 
 def _steer(parts: Parts, log_delta: float | None, eps: float | None, k_total: int, grid: float | None = None,
-           grid_factor: float = 0.01, max_points: int = 0) -> _Steered:
+           grid_factor: float = 0.01, max_points: int = 0, opt_factors: bool = True) -> _Steered:
     """(lambda*, eps*, sd*, grid, fine pessimistic factors, the tilts they are cut for, the optimistic
     factors on the same grid and cut) for a target delta (or a target eps).
 
     The optimistic factors come from the same half-cell masses as the pessimistic ones (one evaluation of
     the law's cells for both: the cells are most of a factor's cost), for every law whose optimistic factor
-    is its own (None for a Laplace law composed as a block, :func:`_optimistic`).
+    is its own (None for a Laplace law composed as a block, :func:`_optimistic`), unless ``opt_factors`` is
+    False (a pessimistic bound only: None for every law; made later from their cells if asked for after all).
 
-    A coarse pass (about 2e4 points per law) gives the per-step scale; a second pass at a tenth of it
-    gives the saddle point roughly; the grid is ``grid_factor`` times the per-step scale (Laplace grids
-    aligned to the atoms); then the saddle point is recomputed on the fine factors themselves,
-    rebuilding them if the saddle tilt leaves their cut's range."""
+    A coarse pass (:func:`_coarse_stage`) gives the per-step scale and the saddle point roughly; the grid is
+    ``grid_factor`` times the per-step scale (Laplace grids aligned to the atoms); then the saddle point is
+    recomputed on the fine factors themselves, rebuilding them if the saddle tilt leaves their cut's range."""
     key = (tuple(parts), log_delta, eps, grid, grid_factor, max_points)
     if key in _STEER_CACHE:
         return _STEER_CACHE[key]
@@ -134,8 +123,8 @@ def _steer(parts: Parts, log_delta: float | None, eps: float | None, k_total: in
     cut = _cut_range(hint)
     g = _grid(parts, sd1, cut, k_total, grid_factor, max_points) if grid is None else float(grid)
     for _ in range(4):
-        both = [(spec.factors(g, cut[1], k_total, (True,) if wants_block(spec, k, g) else (True, False),
-                              lam_lo=cut[0]), k) for spec, k in parts]
+        both = [(spec.factors(g, cut[1], k_total, (True, False) if opt_factors and not wants_block(spec, k, g)
+                              else (True,), lam_lo=cut[0]), k) for spec, k in parts]
         fine = [(fs[True], k) for fs, k in both]
         opt = [fs.get(False) for fs, _ in both]
         built_for = cut
@@ -165,28 +154,24 @@ _STAGE_CACHE: dict[tuple[object, ...], tuple[float, float, float, float]] = {}
 
 def _coarse_stage(parts: tuple[tuple[LawSpec, int], ...], log_delta: float | None, eps: float | None,
                   k_total: int) -> tuple[float, float, float, float]:
-    """(lambda, eps, sd, per-step sd) from the coarse passes (cached: calibration asks again and again)."""
+    """(lambda, eps, sd, per-step sd) from the coarse pass (cached: calibration asks again and again): each law
+    on its own grid (:func:`_coarse`), cut for tilts up to ``_COARSE_LAM0``, and again for 4 lambda while the
+    tilt found is above half the cut's (the fine factors are cut for the tilt found; steering only)."""
     key = (parts, log_delta, eps)
     if key in _STAGE_CACHE:
         return _STAGE_CACHE[key]
-    lam_max = 64.0
-    sd1 = _first_pass_sd(parts, lam_max, k_total)
-    coarse = _coarse(parts, lam_max, k_total, 0.3 * sd1)
-    sd1 = _step_sd(coarse)
-
-    def locate(fs: Sequence[tuple[Factor, int]]) -> tuple[float, float, float]:
+    lam_max = _COARSE_LAM0
+    for _ in range(8):
+        coarse = _coarse(parts, lam_max, k_total)
+        sd1 = _step_sd(coarse)
         if log_delta is not None:
-            return saddle_lambda(fs, log_delta, 0.3 * sd1)
-        assert eps is not None  # exactly one of log_delta and eps is given
-        return _lambda_for_eps(fs, float(eps), 0.3 * sd1)
-
-    lam, e, sd = locate(coarse)
-    for _ in range(4):
+            lam, e, sd = saddle_lambda(coarse, log_delta, 0.3 * sd1)
+        else:
+            assert eps is not None  # exactly one of log_delta and eps is given
+            lam, e, sd = _lambda_for_eps(coarse, float(eps), 0.3 * sd1)
         if lam <= 0.5 * lam_max:
             break
         lam_max = 4.0 * lam
-        coarse = _coarse(parts, lam_max, k_total, 0.3 * sd1)
-        lam, e, sd = locate(coarse)
     if len(_STAGE_CACHE) > 64:
         _STAGE_CACHE.clear()
     _STAGE_CACHE[key] = (lam, e, sd, sd1)
@@ -207,7 +192,8 @@ def _grid(parts: Parts, sd1: float, cut: tuple[float, float], k_total: int, grid
 
 def compose_parts(parts: Parts, *, log_delta: float | None = None, eps: float | None = None,
                   grid: float | None = None, grid_factor: float = GRID_FACTOR,
-                  which: tuple[bool, ...] = (True, False), max_points: int = 0) -> dict[bool, Tilted]:
+                  which: tuple[bool, ...] = (True, False), max_points: int = 0,
+                  opt_factors: bool = True) -> dict[bool, Tilted]:
     """The tilted compositions (pessimistic and/or optimistic) steered at a target delta or eps (on a grid of
     at most ``max_points`` points per factor, 4e6 by default).
 
@@ -220,7 +206,8 @@ def compose_parts(parts: Parts, *, log_delta: float | None = None, eps: float | 
     1e-3 (relative, in delta) of the located value, the composition is redone at the tilt whose mean is
     that root (at most twice)."""
     k_total = sum(k for _, k in parts)
-    lam, e_star, sd, g, fine, cut, opt_built = _steer(parts, log_delta, eps, k_total, grid, grid_factor, max_points)
+    lam, e_star, sd, g, fine, cut, opt_built = _steer(parts, log_delta, eps, k_total, grid, grid_factor, max_points,
+                                                      opt_factors)
     pre_opt: list[Factor | None] | None = opt_built
     if log_delta is None and lam > 0:
         # delta at a given eps: steer the window by the saddle-point estimate of delta
@@ -265,7 +252,7 @@ def _compose_at(parts: Parts, fine: dict[bool, list[tuple[Factor, int]]], lam: f
 def _optimistic(spec: LawSpec, k: int, g: float, lam: float, cut: tuple[float, float],
                 k_total: int, built: Factor | None = None) -> tuple[Factor, int]:
     """The optimistic factor of ``k`` copies of a law: a Laplace law off the grid as one block composed on its
-    own aligned grid first (:mod:`dpkit.accounting._tilted_blocks`: one rounding down per law, not per copy);
+    own aligned grid first (:mod:`dpkit.accounting._tilted_blocks`: discretised once per law, not per copy);
     ``built``: the law's optimistic factor on ``g`` and ``cut``, if :func:`_steer` made it already."""
     if built is not None:
         return built, k
@@ -347,29 +334,40 @@ TARGET_WIDTH = 5e-5
 _ROUGH = 0.04
 
 
+#: how much coarser than the first direction's grid the others are first checked on (their pessimistic delta at
+#: the upper end: any grid gives a certified bound, and a direction well below the worst passes on a coarse one)
+_CHECK_COARSER = 4.0
+
+
 def epsilon_bounds(directions: Sequence[Parts], delta: float, *, grid: float | None = None,
                    grid_factor: float | None = None, target_width: float = TARGET_WIDTH) -> tuple[float, float]:
     """[lower, upper] containing epsilon(delta) of the worst of the given compositions.
 
-    Each direction's pessimistic epsilon on a coarse grid (``_ROUGH`` times the per-step scale) picks
-    the worst one, whose optimistic epsilon on the same grid gives a first width; both discretisations
-    err at second order, so the grid is then refined by about (target / width)^(1/2) unless the width
-    already meets ``target_width`` (only the part of the width between the two compositions' located roots
-    counts: the certified error terms do not shrink with the grid).  Every other direction only has to be
-    shown not to exceed the upper end: its coarse pessimistic bound on delta at that upper end (a
-    full computation if that is not enough).  The worst direction's lower end is a lower end for the
-    maximum over directions."""
+    The direction whose saddle-point estimate of epsilon (from the coarse steering stage, :func:`_coarse_stage`)
+    is largest goes first: its pessimistic epsilon on a coarse grid (``_ROUGH`` times the per-step scale) and its
+    optimistic epsilon on the same grid give a first width; both discretisations err at second order, so the
+    grid is then refined by about (target / width)^(1/2) unless the width already meets ``target_width`` (only
+    the part of the width between the two compositions' located roots counts: the certified error terms do not
+    shrink with the grid).  Every other direction only has to be shown not to exceed the upper end: its
+    pessimistic bound on delta at that upper end on a grid ``_CHECK_COARSER`` times coarser, then on the first
+    direction's grid, and if neither is enough its own pessimistic epsilon, which raises the upper end where it
+    is larger (and that direction's optimistic epsilon then raises the lower end where it is larger).  Each
+    direction's lower end is a lower end for the maximum over directions, and the order only decides how much
+    is computed, never what is certified (the order by the directions' own rough epsilons cost a full
+    pessimistic composition of every direction: 2.7 of 11 s on mixed 10^6, whose add direction is 7e-4 below)."""
     ld = math.log(delta)
     gf0 = _ROUGH if grid_factor is None else grid_factor
-    rough = [compose_parts(p, log_delta=ld, grid=grid, grid_factor=gf0, which=(True,))[True] for p in directions]
-    ups = [epsilon_upper(t, ld) for t in rough]
-    order = sorted(range(len(directions)), key=lambda i: -ups[i])
+    order = list(range(len(directions)))
+    if len(directions) > 1 and grid is None:
+        est = [_estimate(p, ld) for p in directions]
+        order.sort(key=lambda i: -est[i])
     first = directions[order[0]]
-    upper = ups[order[0]]
+    t_pess = compose_parts(first, log_delta=ld, grid=grid, grid_factor=gf0, which=(True,))[True]
+    upper = epsilon_upper(t_pess, ld)
     t_opt = compose_parts(first, log_delta=ld, grid=grid, grid_factor=gf0, which=(False,))[False]
     lower = min(epsilon_lower(t_opt, ld), upper)
     width = (upper - lower) / upper if upper > 0 else 0.0
-    disc = _disc_width(rough[order[0]], t_opt, ld, upper)
+    disc = _disc_width(t_pess, t_opt, ld, upper)
     gf = gf0
     for _ in range(2):
         if not (grid is None and grid_factor is None and math.isfinite(upper) and width > target_width):
@@ -388,19 +386,29 @@ def epsilon_bounds(directions: Sequence[Parts], delta: float, *, grid: float | N
         width = (upper - lower) / upper if upper > 0 else 0.0
         disc = _disc_width(ts[True], ts[False], ld, upper)
     for i in order[1:]:
-        if ups[i] <= upper:
-            continue  # its own pessimistic epsilon is already below the upper end
         if not math.isfinite(upper):
             break
-        # its pessimistic delta at the upper end, on the grid the first direction ended on (where two
-        # directions are nearly equal, sigma = 1e4, the rough grid's bound was too loose to pass)
-        t = compose_parts(directions[i], eps=upper, grid=grid, grid_factor=gf, which=(True,))[True]
-        if t.log_delta_bound(upper) <= ld:
+        # its pessimistic delta at the upper end, on a coarser grid first, then on the grid the first direction
+        # ended on (where two directions are nearly equal, sigma = 1e4, the rough grid's bound was too loose)
+        if grid is None and compose_parts(directions[i], log_delta=ld, grid_factor=_CHECK_COARSER * gf, which=(True,),
+                                          opt_factors=False)[True].log_delta_bound(upper) <= ld:
             continue
-        own = epsilon_upper(compose_parts(directions[i], log_delta=ld, grid=grid, grid_factor=gf,
-                                          which=(True,))[True], ld)
-        upper = max(upper, min(own, ups[i]))
+        t_own = compose_parts(directions[i], log_delta=ld, grid=grid, grid_factor=gf, which=(True,),
+                              opt_factors=False)[True]
+        if t_own.log_delta_bound(upper) <= ld:
+            continue
+        own = epsilon_upper(t_own, ld)
+        if own > upper:  # this direction is the worst after all: its lower end may be higher too
+            upper = own
+            t_low = compose_parts(directions[i], log_delta=ld, grid=grid, grid_factor=gf, which=(False,))[False]
+            lower = max(lower, min(epsilon_lower(t_low, ld), upper))
     return lower, upper
+
+
+def _estimate(parts: Parts, log_delta: float) -> float:
+    """The saddle-point estimate of a direction's epsilon(delta) from the coarse stage (which steering then
+    reuses): only orders the directions."""
+    return _coarse_stage(tuple(parts), log_delta, None, sum(k for _, k in parts))[1]
 
 
 def _disc_width(pess: Tilted, opt: Tilted, log_delta: float, upper: float) -> float:
@@ -418,15 +426,15 @@ def epsilon_upper_only(directions: Sequence[Parts], delta: float, *, grid: float
     in full, each other one only checked (its pessimistic delta at that epsilon) unless the check fails."""
     ld = math.log(delta)
     upper = epsilon_upper(compose_parts(directions[0], log_delta=ld, grid=grid, grid_factor=grid_factor,
-                                        which=(True,))[True], ld)
+                                        which=(True,), opt_factors=False)[True], ld)
     for p in directions[1:]:
         if not math.isfinite(upper):
             break
-        t = compose_parts(p, eps=upper, grid=grid, grid_factor=grid_factor, which=(True,))[True]
+        t = compose_parts(p, eps=upper, grid=grid, grid_factor=grid_factor, which=(True,), opt_factors=False)[True]
         if t.log_delta_bound(upper) <= ld:
             continue
         upper = max(upper, epsilon_upper(compose_parts(p, log_delta=ld, grid=grid, grid_factor=grid_factor,
-                                                       which=(True,))[True], ld))
+                                                       which=(True,), opt_factors=False)[True], ld))
     return upper
 
 
@@ -439,7 +447,8 @@ def log_delta_upper(directions: Sequence[Parts], epsilon: float, *, grid: float 
         max_loss = float(sum(k * s.max_loss for s, k in parts))
         if epsilon >= max_loss:
             continue
-        t = compose_parts(parts, eps=epsilon, grid=grid, grid_factor=grid_factor, which=(True,))[True]
+        t = compose_parts(parts, eps=epsilon, grid=grid, grid_factor=grid_factor, which=(True,),
+                          opt_factors=False)[True]
         upper = max(upper, t.log_delta_bound(epsilon))
     return upper
 
@@ -521,7 +530,6 @@ def clear_caches() -> None:
     from dpkit.accounting import _tilted_laws
 
     _STAGE_CACHE.clear()
-    _PASS1_SD.clear()
     _STEER_CACHE.clear()
     _FINE_LAMBDA.clear()
     _tilted_laws._FACTOR_CACHE.clear()
