@@ -18,10 +18,15 @@ from dpkit.accounting.state import AccountingState
 
 def _reference(sigma: float, q: float, steps: int, delta: float) -> mp.mpf:
     with mp.workdps(50):
-        best = mp.inf
+        qq, one_q, best = mp.mpf(q), 1 - mp.mpf(q), mp.inf
+        grow = mp.exp(1 / mp.mpf(sigma) ** 2)  # e^{k(k-1)/(2 sigma^2)} = prod_{j<k} grow^j
         for a in range(2, 257):
-            s = mp.fsum(mp.binomial(a, k) * (1 - mp.mpf(q)) ** (a - k) * mp.mpf(q) ** k
-                        * mp.exp(mp.mpf(k * (k - 1)) / (2 * mp.mpf(sigma) ** 2)) for k in range(a + 1))
+            term = one_q ** a  # k = 0: C(a,0) (1-q)^a
+            s, ratio, e = term, qq / one_q, mp.mpf(1)
+            for k in range(1, a + 1):  # term_k = term_{k-1} (a-k+1)/k q/(1-q) e^{(k-1)/sigma^2}
+                term *= mp.mpf(a - k + 1) / k * ratio * e
+                e *= grow
+                s += term
             rdp = steps * mp.log(s) / (a - 1)
             best = min(best, rdp + mp.log(1 - mp.mpf(1) / a) - (mp.log(delta) + mp.log(a)) / (a - 1))
         return best
