@@ -140,11 +140,7 @@ def _sublap_grid(t: float, q: float, cells: float) -> float:
     return span / cells
 
 
-_SWEEP_BUG = pytest.mark.xfail(strict=True, reason="optimistic edge sweep meets the top of a short support and leaves "
-                               "mass above the largest loss (issue 9 follow-up)")
-
-
-@pytest.mark.parametrize(("direction", "cells"), [pytest.param("add", 2.5, marks=_SWEEP_BUG), ("add", 6.4),
+@pytest.mark.parametrize(("direction", "cells"), [("add", 2.5), ("add", 6.4),
                                                   ("remove", 2.5), ("remove", 6.4)])
 def test_subsampled_laplace_optimistic_below_exact(direction: str, cells: float) -> None:
     g = _sublap_grid(_T, _Q, cells)
