@@ -86,8 +86,8 @@ def _geometric(d: int, scale: float) -> Atoms:
 def _delta_atoms(atoms: Atoms, eps: float, h: Callable[[mp.mpf], mp.mpf] | None = None) -> mp.mpf:
     e = mp.mpf(eps)
     if h is None:
-        return mp.fsum(p * (1 - mp.exp(e - l)) for l, p in atoms if l > e)
-    return mp.fsum(p * h(e - l) for l, p in atoms)
+        return mp.fsum(p * (1 - mp.exp(e - loss)) for loss, p in atoms if loss > e)
+    return mp.fsum(p * h(e - loss) for loss, p in atoms)
 
 
 def _sublap_h(x: mp.mpf, t: mp.mpf, q: mp.mpf, direction: str) -> mp.mpf:
@@ -204,7 +204,7 @@ def test_state_tilted_two_laplace_laws_next_to_largest_loss() -> None:
         def delta_of(e: mp.mpf) -> mp.mpf:  # E over the first law of the second's h
             s = _lap_h(e - a, b) / 2 + mp.exp(-a) / 2 * _lap_h(e + a, b)
             pts = sorted({-a, a} | {p for p in (e - b, e + b) if -a < p < a})
-            return s + mp.quad(lambda l: _lap_h(e - l, b) * mp.exp(-(a - l) / 2) / 4, pts)
+            return s + mp.quad(lambda x: _lap_h(e - x, b) * mp.exp(-(a - x) / 2) / 4, pts)
 
         for d in (1e-3, 1e-14, float(delta_of(mp.mpf(3.7 * (1 - 1e-3))))):
             est = st.epsilon(d, method="pld")
@@ -220,7 +220,7 @@ def test_state_finite_laws_next_to_largest_loss() -> None:
     st = AccountingState().add(m).add(RandomizedResponse(epsilon=0.3, categories=4), 2)
     with mp.workdps(_DPS):
         atoms = _compose(_geometric(2, m.scale), _power(_rr(0.3, 4), 2))
-        top = float(max(l for l, _ in atoms))
+        top = float(max(loss for loss, _ in atoms))
 
         def delta_of(e: mp.mpf) -> mp.mpf:
             return _delta_atoms(atoms, e)
