@@ -212,7 +212,9 @@ def discretize(i_lo: int, n: int, grid: float, half_p: Array | None, half_q: Arr
     if pc is not None and qc is not None and occupied.any():
         c = int(np.argmax(occupied))
         if c + 1 < n and not pinned[:c].any() and step[c] == 0.0:
-            _edge_sweep(gamma, c, mass, h, pc, qc, y, gap_hi, gap_lo, r_at)
+            general_gamma = gamma.copy()
+            if not _edge_sweep(gamma, c, mass, h, pc, qc, y, gap_hi, gap_lo, r_at):
+                gamma = general_gamma  # the sweep met the top of a short support: the general rule's lowering
     if pinned.any() and not pinned.all():
         idx = np.nonzero(pinned)[0][::-1]  # increasing y
         gamma = np.interp(y, np.append(0.0, y[idx]), np.append(0.0, gamma[idx]))
@@ -234,8 +236,9 @@ _EDGE_CELLS = 64
 
 
 def _edge_sweep(gamma: Array, c: int, mass: Array, h: Array, pc: Array, qc: Array, y: Array, gap_hi: Array,
-                gap_lo: Array, r_at: Array) -> None:
-    """The optimistic lowering ``gamma`` (in place) next to the lowest-loss end c of the support.
+                gap_lo: Array, r_at: Array) -> bool:
+    """The optimistic lowering ``gamma`` (in place) next to the lowest-loss end c of the support; False (and
+    ``gamma`` to be discarded) where it cannot keep R' <= R.
 
     Point c keeps gamma = 0 (so E[Y] is exact), which forces the tangent at y_c on cell c and gamma_{c+1}
     = E_P[Y - y_{c+1}; cell c] (``edge``; no less: the chord must lie below that tangent; no more: the mass
@@ -249,17 +252,31 @@ def _edge_sweep(gamma: Array, c: int, mass: Array, h: Array, pc: Array, qc: Arra
     Where the density rises steeply from the end of the support (the subsampled Gaussian's removal law at
     ln(1 - q)) the midpoint gaps grow faster than the masses, and without this sweep the hull step lowered
     point c (1e-9 of E[Y] per step at q = 1e-3, a first-order error in epsilon's lower end).  The sweep stops
-    where the midpoint tangent fits and the general rule's gamma_{j+1} is kept."""
+    where the midpoint tangent fits and the general rule's gamma_{j+1} is kept.
+
+    On a short support (a few cells: a subsampled Laplace law on a coarse grid, a window of the tilted
+    accountant) the sweep can reach the top of the support before the midpoint tangent fits.  There the line
+    it needs on cell j goes below 0 at y_{j+1} (its gap exceeds R(y_{j+1}), the most gamma_{j+1} may be),
+    gamma_{j+1} was capped at R(y_{j+1}) and the chord of cell j rose above R: the optimistic PLD kept mass
+    above the largest loss (the subsampled Laplace addition pair, t = 2, q = 0.01, on 2.5 cells: a lower
+    delta of 1.4e-4 where the exact one is 0).  The sweep then returns False and the caller keeps the
+    general rule's gamma, whose tangent swap handles the top of the support (point c is lowered again; on a
+    support that short there are no long compositions of the one law whose E[Y] that would shift)."""
     n = gamma.size
     tol = 1.0 + 1e-9
+    edge = max(float(qc[c] - y[c + 1] * pc[c]), 0.0)  # the tangent at y_c, at y_{c+1}
+    if edge > float(r_at[c + 1]):
+        return False
     gamma[c] = 0.0
-    gamma[c + 1] = min(max(float(qc[c] - y[c + 1] * pc[c]), 0.0) * tol, float(r_at[c + 1]))
+    gamma[c + 1] = min(edge * tol, float(r_at[c + 1]))
     for j in range(c + 1, min(c + 1 + _EDGE_CELLS, n - 1)):
         g_j = float(gamma[j])
         top = max(float(qc[j] - y[j + 1] * pc[j]), 0.0)  # the tangent at y_j, at y_{j+1}
         u_mid, l_mid = float(gap_hi[j]) * tol, float(gap_lo[j + 1])
         fits = g_j >= u_mid
         low = l_mid if fits else (g_j / u_mid) * l_mid + (1.0 - g_j / u_mid) * top
+        if low > float(r_at[j + 1]):
+            return False  # the line goes below 0 at y_{j+1}: no gamma_{j+1} <= R(y_{j+1}) keeps the chord below R
         need = low * tol
         cap = g_j + float(h[j]) * (float(mass[j]) + (g_j - float(gamma[j - 1])) / float(h[j - 1]))
         general = max(float(gap_hi[j + 1]), l_mid) * tol if j + 1 < n - 1 else need
@@ -267,6 +284,7 @@ def _edge_sweep(gamma: Array, c: int, mass: Array, h: Array, pc: Array, qc: Arra
         gamma[j + 1] = min(new, float(r_at[j + 1]))
         if fits and new >= general:
             break  # the general rule's gamma from here on
+    return True
 
 
 def _lower_hull(ext: Array, y: Array, rounds: int = 10000, negligible: float = 1e-20) -> Array:
