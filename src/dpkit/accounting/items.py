@@ -575,7 +575,8 @@ def item_from_json(text: str, label: str) -> PrivacyItem:
         rebuilt = _from_event(event, label)
         law = rebuilt.law
     if legacy:  # a curve at ORDERS_V1: recomputed where the event is rebuilt, else read at the next order above
-        rdp = rebuilt.rdp.copy() if rebuilt is not None else _rdp_from(ORDERS_V1, dict(zip(ORDERS_V1, rdp)).__getitem__)
+        stored = dict(zip(ORDERS_V1, rdp.tolist()))
+        rdp = rebuilt.rdp if rebuilt is not None else _rdp_from(ORDERS_V1, stored.__getitem__)  # the item copies it
     return PrivacyItem(label=label, event=event, epsilon=nums[0], approx=approx, rho=nums[1], mu=nums[2], rdp=rdp,
                        law=law, headline=rebuilt.headline if rebuilt is not None else None)
 
