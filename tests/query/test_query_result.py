@@ -120,6 +120,34 @@ def test_to_dicts_to_pandas_and_str(session: Session) -> None:
     assert r.scales["n"]["rows"] == pytest.approx(3 * 2 / 0.475, rel=1e-9)
 
 
+def test_to_pandas_is_the_frame_of_to_dicts_column_by_column(open_session) -> None:  # noqa: ANN001
+    """to_pandas builds its frame from the row tuples as records, never from dicts: the same names, order,
+    values and dtypes as ``pd.DataFrame(to_dicts())`` for NULL keys, text, dates, quantiles and counts; an
+    empty result keeps its columns (the dicts' frame has none)."""
+    rng = np.random.default_rng(3)
+    n = 400
+    frame = pd.DataFrame({"uid": rng.integers(0, 80, n), "k": rng.choice(["a", "b", None], n),
+                          "d": pd.to_datetime("2024-01-01") + pd.to_timedelta(rng.integers(0, 30, n), unit="D"),
+                          "x": np.round(rng.uniform(0, 10, n), 2)})
+    s = open_session(frame)
+    queries = [("SELECT k, COUNT(*) AS n, SUM(x) AS s, AVG(x) AS m FROM t GROUP BY k",
+                {"keys": {"k": ["a", "b", None]}}),
+               ("SELECT k, MEDIAN(x) AS med, COUNT(*) AS n FROM t GROUP BY k", {"keys": {"k": ["a", "zz"]}}),
+               ("SELECT CAST(d AS DATE) AS day, COUNT(*) AS n FROM t GROUP BY day",
+                {"keys": {"day": ["2024-01-02", "2024-01-05"]}}),
+               ("SELECT COUNT(*) AS n, AVG(x) AS m FROM t", {})]
+    for sql, kw in queries:
+        r = s.sql(sql, epsilon=5.0, bounds={"x": (0.0, 10.0)}, max_partitions=1, max_rows=3,
+                  rng=insecure_seeded(5), bounding_report=False, **kw)
+        got, want = r.to_pandas(), pd.DataFrame(r.to_dicts())
+        assert list(got.columns) == list(want.columns) and list(got.dtypes) == list(want.dtypes), sql
+        pd.testing.assert_frame_equal(got, want)
+    empty = s.sql("SELECT k, COUNT(*) AS n FROM t GROUP BY k", epsilon=0.01, delta=1e-12, max_partitions=1,
+                  max_rows=1, rng=insecure_seeded(0), bounding_report=False)
+    assert empty.rows == () and empty.to_dicts() == []
+    assert list(empty.to_pandas().columns) == ["k", "n", "n_lo", "n_hi"] and len(empty.to_pandas()) == 0
+
+
 def test_quantiles_land_on_the_bucket_grid_near_the_truth(session: Session) -> None:
     """32 buckets on [0, 20] (width 0.625); at epsilon 1000 the chosen edge is within two buckets of the
     true quantile (the best edge is within one; the next ones lose e^{-500/3 / (2 * 0.9 L)} each)."""

@@ -127,18 +127,30 @@ class QueryResult:
 
     def to_dicts(self) -> list[dict[str, Any]]:
         """One dict per row: keys, values, and ``<name>_lo`` / ``<name>_hi`` interval ends."""
-        out = []
-        for i, row in enumerate(self.rows):
-            d = dict(zip(self.columns, row))
-            for name, iv in self.intervals.items():
-                d[f"{name}_lo"], d[f"{name}_hi"] = iv[i]
-            out.append(d)
-        return out
+        names = list(self.columns)
+        for name in self.intervals:
+            names += [f"{name}_lo", f"{name}_hi"]
+        with _no_gc():
+            lows_highs = [iv for name in self.intervals for iv in zip(*self.intervals[name])]
+            return [dict(zip(names, row + extra)) for row, extra in zip(self.rows, zip(*lows_highs))] \
+                if lows_highs else [dict(zip(names, row)) for row in self.rows]
 
     def to_pandas(self) -> Any:
+        """A DataFrame with the columns of :meth:`to_dicts` (the same names, order, values and dtypes: pandas
+        infers each column's type from the same Python values), built from the row tuples and interval pairs
+        as records: a result of 10^6 groups never becomes 10^6 dicts.  An empty result keeps its columns."""
         import pandas as pd
 
-        return pd.DataFrame(self.to_dicts())
+        with _no_gc():
+            width = len(self.columns)
+            table = pd.DataFrame.from_records(self.rows, columns=range(width), nrows=len(self.rows))
+            data: dict[str, Any] = {}
+            for i, name in enumerate(self.columns):  # a repeated name keeps its first place and its last values
+                data[name] = table[i]
+            for name, iv in self.intervals.items():
+                ends = pd.DataFrame.from_records(iv, columns=range(2), nrows=len(iv))
+                data[f"{name}_lo"], data[f"{name}_hi"] = ends[0], ends[1]
+            return pd.DataFrame(data, columns=list(data))
 
     def __str__(self) -> str:
         from dpkit._table import render
