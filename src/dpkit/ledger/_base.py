@@ -275,8 +275,9 @@ class SpendHandle:
             return
         warnings.warn(
             f"a spend from ledger.spend(...){f' made at {where}' if where else ''} (reservation {reservation.id}, "
-            f"{reservation.label!r}) was never committed nor aborted; it stays 'reserved' and counts as spent. "
-            "Use `with ledger.spend(...):` or call .commit() on the handle.",
+            f"{reservation.label!r}) was dropped without a `with` block, .commit() or .abort(); unless it was "
+            "finished through its reservation, it was never committed nor aborted, stays 'reserved' and counts "
+            "as spent. Use `with ledger.spend(...):`, or call .commit() on the handle before releasing the value.",
             ResourceWarning, stacklevel=1, source=self,
         )
 
