@@ -16,6 +16,8 @@ can follow it (and kill it at a chosen point).
   budget PureDP(0.5), reserve and commit PureDP(2**-6) once and print ``ok ID``.
 * ``exit LEDGER EPSILON``: reserve and commit once, print ``committed ID``, then ``os._exit(0)``
   without closing the connection.
+* ``plain LEDGER EPSILON``: ``ledger.spend(PureDP(EPSILON))`` called without ``with`` and never committed,
+  print ``spent ID``, then ``os._exit(0)`` (as a process that released a value and died).
 """
 
 from __future__ import annotations
@@ -90,6 +92,10 @@ def main(argv: list[str]) -> None:
         ledger.commit(r)
         say(f"committed {r.id}")
         os._exit(0)  # no close, no atexit, no flush of Python objects
+    elif mode == "plain":
+        handle = ledger.spend(PureDP(float(argv[2])), label="plain")
+        say(f"spent {handle.reservation.id}")
+        os._exit(0)  # the handle is never committed, entered or collected
     else:
         raise SystemExit(f"unknown mode {mode!r}")
 

@@ -16,7 +16,9 @@ r"""The ledger: every release and its cost recorded durably before the result is
 Protocol: ``reserve`` (atomic check against the budget, durable ``reserved`` row, or
 :class:`~dpkit.errors.BudgetExceededError` with nothing written) → compute and add noise →
 ``commit`` → return the value; ``abort`` only if no noisy value exists.  A reservation never
-committed nor aborted (its process died) counts as spent.
+committed nor aborted (its process died) counts as spent.  ``spend(...)`` reserves at once and returns a
+:class:`SpendHandle`: ``with ledger.spend(x):`` commits when the block ends (aborts if it raises); a plain
+call charges all the same and is committed with ``handle.commit()``.
 
 Examples
 --------
@@ -39,6 +41,7 @@ from dpkit.ledger._base import (
     LedgerError,
     Reservation,
     Rollup,
+    SpendHandle,
     guarantee_from_record,
     guarantee_to_record,
 )
@@ -54,6 +57,7 @@ __all__ = [
     "Reservation",
     "Rollup",
     "SQLiteLedger",
+    "SpendHandle",
     "guarantee_from_record",
     "guarantee_to_record",
     "open_ledger",

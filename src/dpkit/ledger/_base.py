@@ -35,8 +35,12 @@ from __future__ import annotations
 
 import json
 import math
+import sys
+import threading
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
 from dpkit.accounting.items import PrivacyItem
@@ -55,6 +59,7 @@ __all__ = [
     "LedgerError",
     "Reservation",
     "Rollup",
+    "SpendHandle",
     "guarantee_from_record",
     "guarantee_to_record",
 ]
@@ -168,6 +173,113 @@ class Ledger(Protocol):
     def remaining(self) -> Budget: ...
 
     def close(self) -> None: ...
+
+
+class _Finisher(Protocol):
+    """What a :class:`SpendHandle` needs of its ledger: commit and abort of a reservation."""
+
+    def commit(self, reservation: Reservation) -> None: ...
+
+    def abort(self, reservation: Reservation) -> None: ...
+
+
+class SpendHandle:
+    """A spend already reserved (it counts as spent now), as ``ledger.spend(...)`` returns it.
+
+    The reservation was made, durably, when ``spend`` was called; the handle only decides how it ends:
+
+    * ``with ledger.spend(x) as r:`` -- entering yields the :class:`Reservation`; leaving the block
+      normally commits it, an exception aborts it (its budget returned; if the abort fails the reservation
+      stays and counts as spent).  A handle is entered at most once: a second ``with`` raises
+      :class:`~dpkit.errors.LedgerError` (one reservation pays for one release).
+    * a plain call ``h = ledger.spend(x)`` -- the reservation counts as spent whatever happens next; call
+      :meth:`commit` once the noisy value exists (before returning it), or :meth:`abort` only if no noisy
+      value was made.  A handle dropped without either leaves its row ``reserved`` (still spent, listed by
+      ``reserved_but_uncommitted``) and, when garbage-collected, warns with a :class:`ResourceWarning`
+      naming where it was made (a handle that was entered does not warn: its block ended it, or its abort
+      failed and left it spent); the collector never touches the store.
+
+    Attributes
+    ----------
+    reservation : Reservation
+        The reserved spend.
+    """
+
+    __slots__ = ("_done", "_entered", "_ledger", "_lock", "_where", "reservation")
+
+    def __init__(self, ledger: _Finisher, reservation: Reservation, where: str = "") -> None:
+        self._ledger = ledger
+        self.reservation = reservation
+        self._where = where  # "file:line" of the call that made it, for the warning
+        self._entered = False
+        self._done = ""  # "committed" or "aborted" once this handle ended the reservation
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        state = self._done or ("entered" if self._entered else "reserved")
+        return f"SpendHandle(id={self.reservation.id}, label={self.reservation.label!r}, {state})"
+
+    def commit(self) -> None:
+        """Commit the reservation (durably); call it before returning the noisy value.  Idempotent.
+
+        Raises
+        ------
+        LedgerError
+            If the reservation was aborted, or the ledger cannot record the commit (the reservation then
+            stays ``reserved`` and counts as spent).
+        """
+        self._ledger.commit(self.reservation)
+        self._done = "committed"
+
+    def abort(self) -> None:
+        """Abort the reservation, returning its budget; only if no noisy value was made or seen.  Idempotent.
+
+        Raises
+        ------
+        LedgerError
+            If the reservation was committed (a committed spend is never returned), or the ledger cannot
+            record the abort (the reservation then stays ``reserved`` and counts as spent).
+        """
+        self._ledger.abort(self.reservation)
+        self._done = "aborted"
+
+    def __enter__(self) -> Reservation:
+        with self._lock:  # two threads entering one handle: exactly one gets the reservation
+            if self._entered or self._done:
+                how = f"already {self._done}" if self._done else "already entered"
+                raise LedgerError(
+                    f"this spend (reservation {self.reservation.id}, {self.reservation.label!r}) is {how}: a handle "
+                    "from ledger.spend(...) pays for one release and can be used in one `with` block only. Call "
+                    "ledger.spend(...) again for another release."
+                )
+            self._entered = True
+        return self.reservation
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc_type is None:
+            self.commit()
+            return
+        try:
+            self.abort()
+        except LedgerError:  # the ledger cannot record the abort: the row stays 'reserved' and counts (safe)
+            pass
+
+    def __del__(self) -> None:
+        # Never touches the store: the row stays 'reserved', which counts as spent (the safe direction).
+        try:
+            if self._done or self._entered or sys.is_finalizing():
+                return
+            reservation, where = self.reservation, self._where
+        except AttributeError:  # __init__ did not finish
+            return
+        warnings.warn(
+            f"a spend from ledger.spend(...){f' made at {where}' if where else ''} (reservation {reservation.id}, "
+            f"{reservation.label!r}) was dropped without a `with` block, .commit() or .abort(); unless it was "
+            "finished through its reservation, it was never committed nor aborted, stays 'reserved' and counts "
+            "as spent. Use `with ledger.spend(...):`, or call .commit() on the handle before releasing the value.",
+            ResourceWarning, stacklevel=1, source=self,
+        )
 
 
 # ---- the record format ----------------------------------------------------------------------------

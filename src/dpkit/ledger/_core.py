@@ -35,8 +35,9 @@ import json
 import math
 import os
 import socket
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+import sys
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
@@ -56,6 +57,7 @@ from dpkit.ledger._base import (
     LedgerError,
     Reservation,
     Rollup,
+    SpendHandle,
     guarantee_from_record,
     guarantee_to_record,
 )
@@ -720,7 +722,9 @@ class SQLLedger:
 
     def _finish(self, reservation: object, target: str) -> None:
         if not isinstance(reservation, (Reservation, LedgerEntry)):
-            raise ArgumentTypeError(f"expected a Reservation; got {type(reservation).__name__}.")
+            hint = (f" Call the handle's own .{target[:-2] if target == 'aborted' else 'commit'}() (or pass its "
+                    ".reservation).") if isinstance(reservation, SpendHandle) else ""
+            raise ArgumentTypeError(f"expected a Reservation; got {type(reservation).__name__}.{hint}")
         if reservation.ledger_id != self._ledger_id:
             raise LedgerError(
                 f"reservation {reservation.id} was issued by another ledger ({reservation.ledger_id}), not "
@@ -800,7 +804,6 @@ class SQLLedger:
         """
         self._finish(reservation, "aborted")
 
-    @contextmanager
     def spend(
         self,
         guarantee: PrivacyLike,
@@ -808,43 +811,54 @@ class SQLLedger:
         count: int = 1,
         label: str | None = None,
         metadata: dict[str, Any] | None = None,
-    ) -> Iterator[Reservation]:
-        """Reserve on entry; commit when the block ends normally, abort if it raises.
+    ) -> SpendHandle:
+        """Reserve now (as :meth:`reserve`), and return a handle that commits or aborts it, used with ``with``.
 
-        Compute and add noise inside the block but return the noisy value only *after* it: the
-        commit happens on leaving the block, so a value is never returned unrecorded.  A block
-        that raises is aborted (its budget returned), so do not let a noisy value out of the block
-        before it ends.  If the abort itself fails the reservation stays and counts as spent.
+        The budget check and the durable ``reserved`` row happen **when spend is called**, with or without
+        ``with``: a refusal raises :class:`~dpkit.errors.BudgetExceededError` from the call and changes
+        nothing; otherwise the spend counts as spent from that moment (as every reservation does) until it
+        is aborted.
+
+        ``with ledger.spend(x) as r:`` yields the :class:`~dpkit.ledger.Reservation`, commits when the block
+        ends normally and aborts if it raises.  Compute and add noise inside the block but return the noisy
+        value only *after* it: the commit happens on leaving the block, so a value is never returned
+        unrecorded.  A block that raises is aborted (its budget returned), so do not let a noisy value out
+        of the block before it ends.  If the abort itself fails the reservation stays and counts as spent.
+        A handle is used in one ``with`` block at most (a second raises :class:`~dpkit.errors.LedgerError`).
+
+        A plain call ``h = ledger.spend(x)`` (as ``Accountant.spend``) charges the ledger all the same:
+        call ``h.commit()`` once the noisy value exists, before returning it (or ``h.abort()`` if no noisy
+        value was made).  A handle dropped with neither stays ``reserved``, counted as spent, and warns
+        (:class:`ResourceWarning`) when collected.
 
         Parameters
         ----------
         guarantee, count, label, metadata
             As :meth:`reserve`.
 
-        Yields
-        ------
-        Reservation
+        Returns
+        -------
+        SpendHandle
+            A context manager yielding the :class:`~dpkit.ledger.Reservation` (also its ``reservation``),
+            with ``commit()`` and ``abort()``.
 
         Raises
         ------
         BudgetExceededError
-            On entry, if the spend would not fit (the block does not run).
+            From the call, if the spend would not fit (nothing is written; a ``with`` block does not run).
+        UnsupportedError, ArgumentTypeError, InvalidArgumentError, LedgerError
+            As :meth:`reserve`.
 
         Examples
         --------
         >>> import tempfile; from dpkit.guarantees import PureDP; from dpkit.ledger import SQLiteLedger
         >>> with tempfile.TemporaryDirectory() as d, SQLiteLedger(f"{d}/b.db", budget=PureDP(1.0)) as ledger:
         ...     with ledger.spend(PureDP(0.5)) as r: pass
-        ...     print(ledger.history()[0].state)
-        committed
+        ...     h = ledger.spend(PureDP(0.25)); print(ledger.remaining())  # a plain call charges at once
+        ...     h.commit(); print([e.state for e in ledger.history()])
+        0.25-DP
+        ['committed', 'committed']
         """
         reservation = self.reserve(guarantee, count=count, label=label, metadata=metadata)
-        try:
-            yield reservation
-        except BaseException:
-            try:
-                self.abort(reservation)
-            except LedgerError:  # the ledger cannot record the abort: the row stays 'reserved' and counts (safe)
-                pass
-            raise
-        self.commit(reservation)
+        frame = sys._getframe(1)  # the caller, named by the warning of a handle left unfinished
+        return SpendHandle(self, reservation, f"{frame.f_code.co_filename}:{frame.f_lineno}")
