@@ -88,17 +88,31 @@ def _grid_delta(dimension: int, units: float, grid_sigma: float, epsilon: float)
     return zcdp_to_profile(ZCDP(rho)).delta(epsilon)
 
 
-def bisect_sigma(ok: Callable[[float], bool], guess: float) -> float:
-    """Smallest sigma with ok(sigma) (ok monotone: False below, True above), upper end of the bracket."""
-    lo, hi = guess, guess
-    while ok(lo):
-        lo /= 2.0
-        if lo < 1e-300:
-            return lo
-    while not ok(hi):
-        hi *= 2.0
-        if hi > 1e300:
-            raise UnsupportedError("no finite sigma meets this target.")
+def bisect_sigma(ok: Callable[[float], bool], guess: float, step: float = 1.0) -> float:
+    """Smallest sigma with ok(sigma) (ok monotone: False below, True above), upper end of the bracket.
+
+    The bracket is found from ``guess`` by steps of the factor 1 + ``step``, each step 8 times the last (at
+    most a factor 2): a guess within a relative ``step`` of the answer (a discrete Gaussian calibrated from
+    the continuous one) brackets it at once, and the bisection then needs about log2(step / 1e-12) calls of
+    ``ok``.  The value returned is a point where ``ok`` was evaluated true.
+    """
+    s = step
+    if ok(guess):
+        lo, hi = guess / (1.0 + s), guess
+        while ok(lo):
+            hi = lo
+            s = min(8.0 * s, 1.0)
+            lo = lo / (1.0 + s)
+            if lo < 1e-300:
+                return hi
+    else:
+        lo, hi = guess, guess * (1.0 + s)
+        while not ok(hi):
+            lo = hi
+            s = min(8.0 * s, 1.0)
+            hi = hi * (1.0 + s)
+            if hi > 1e300:
+                raise UnsupportedError("no finite sigma meets this target.")
     # the upper side: a sigma where ok was verified (more noise than the boundary, never less)
     return bisect_monotone(ok, lo, hi, side="upper", rtol=1e-12)
 
@@ -189,7 +203,10 @@ class Gaussian(Mechanism):
         grid_sigma = sig / grid
         if target is not None:
             eps, dl = target
-            grid_sigma = bisect_sigma(lambda s: _grid_delta(dimension, units_l2, s, eps) <= dl, grid_sigma)
+            # start from the continuous calibration at the grid's sensitivity (sigma scales with it): the
+            # discrete pair's profile is within a small relative distance of the continuous one there
+            grid_sigma = bisect_sigma(lambda s: _grid_delta(dimension, units_l2, s, eps) <= dl,
+                                      grid_sigma * units_l2 / (s2 / grid), step=2.0**-26)
         object.__setattr__(self, "sensitivity", s2)  # frozen: set as a dataclass __init__ does
         object.__setattr__(self, "dimension", dimension)
         object.__setattr__(self, "grid", grid)
