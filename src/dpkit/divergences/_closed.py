@@ -581,12 +581,7 @@ class DiscreteGaussianShift(Evaluator):
                     out = self._hockey_sum(epsilon, loss[:j], logp, j0, tail)
                     if float(out) >= 1e-60:
                         return out
-            elif cut < -short:  # no atom above -short has loss > eps - slack: only the tail
-                tail = 2.0 * math.exp(-(short * short) / (2.0 * sigma**2)) / -math.expm1(-short / sigma**2)
-                if tail < 1e-300:
-                    return Estimate(5e-324, kind="upper", error=5e-324,
-                                    method=self.method + " (tail beyond the table)")
-        t = self._table()
+        t = self._table()  # (also where no atom above -R can have loss > eps: the tail alone decides)
         assert t is not None  # the size was checked above
         j = int(np.searchsorted(t.neg_loss, -(epsilon - slack_max), side="left"))
         if j == 0:  # only atoms beyond 39 sigma, of mass below e^{-760}: the smallest positive float
