@@ -30,10 +30,11 @@ def _exact_delta(sigma: float, d: int, eps: float) -> mp.mpf:
 
 
 @pytest.mark.parametrize("sigma,d,eps", [(57.3, 1, 0.01), (57.3, 1, 0.03), (300.0, 385, 0.5), (300.0, 385, 2.0),
-                                         (300.0, 385, 8.0), (300.0, 385, 23.0), (12.0, 5, 3.0)])
+                                         (300.0, 385, 8.0), (300.0, 385, 23.0), (300.0, 385, 60.0),
+                                         (12.0, 5, 3.0), (57.3, 1, -0.5)])
 def test_fast_hockey_stick_is_a_tight_upper_bound(sigma: float, d: int, eps: float) -> None:
-    """Above the exact sum, by at most its stated error and 1e-12 relative; (300, 385, 23) has delta < 1e-60,
-    where the whole table is summed instead."""
+    """Above the exact sum, by at most 1e-12 relative; (300, 385, 23) has delta < 1e-60 and at eps = 60 no atom
+    above -R has loss > eps (the whole table is summed in both); eps < 0 sums every atom up to +39 sigma."""
     pair = DiscreteGaussianShift(d, sigma, DiscreteGaussian(0, sigma).log_normalizer)
     got = pair.hockey_stick(eps)
     exact = _exact_delta(sigma, d, eps)
