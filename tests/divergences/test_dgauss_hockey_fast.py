@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from dpkit.distributions import DiscreteGaussian
-from dpkit.divergences._closed import DiscreteGaussianShift, _dg_table
+from dpkit.divergences._closed import _DG_TABLES, DiscreteGaussianShift, _dg_table
 from dpkit.mechanisms import Gaussian
 
 
@@ -36,6 +36,7 @@ def test_fast_hockey_stick_is_a_tight_upper_bound(sigma: float, d: int, eps: flo
     """Above the exact sum, by at most 1e-12 relative; (300, 385, 23) has delta < 1e-60 and at eps = 60 no atom
     above -R has loss > eps (the whole table is summed in both); eps < 0 sums every atom up to +39 sigma."""
     pair = DiscreteGaussianShift(d, sigma, DiscreteGaussian(0, sigma).log_normalizer)
+    _DG_TABLES.clear()
     got = pair.hockey_stick(eps)
     exact = _exact_delta(sigma, d, eps)
     assert mp.mpf(float(got)) >= exact
@@ -59,8 +60,12 @@ def test_fast_hockey_stick_matches_the_whole_table(sigma: float, d: int, eps: fl
     """At the scales a calibration meets (sigma of 10^3-10^5 grid units) the fast path and the whole table
     agree to 1e-12 relative (the atoms below -R hold less than 1e-80)."""
     pair = DiscreteGaussianShift(d, sigma, DiscreteGaussian(0, sigma).log_normalizer)
-    fast, table = float(pair.hockey_stick(eps)), _table_delta(sigma, d, eps)
-    assert table > 0.0
+    _DG_TABLES.clear()  # a table already built would be summed instead
+    fast = float(pair.hockey_stick(eps))
+    assert (not _DG_TABLES) == (fast >= 1e-60)  # the fast path built no table (below 1e-60 the table decides)
+    table = _table_delta(sigma, d, eps)
+    assert table > 0.0 and (d, sigma, pair.log_norm) in _DG_TABLES
+    assert float(pair.hockey_stick(eps)) == table  # with the table built, the table is summed
     assert fast == pytest.approx(table, rel=1e-12)
 
 

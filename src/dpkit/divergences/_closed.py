@@ -29,8 +29,8 @@ PLD and subsampling code.
 
 from __future__ import annotations
 
-import functools
 import math
+import threading
 from fractions import Fraction
 from typing import Any
 
@@ -551,8 +551,9 @@ class DiscreteGaussianShift(Evaluator):
         those only the ones above -R, R = sigma sqrt(2 (184 + ln sigma^2)): the mass below -R is at most
         T = 2 e^{-R^2/(2 sigma^2)} / (1 - e^{-R/sigma^2}) (a geometric bound on the Gaussian tail; the
         normaliser is >= 1), about 1e-80, and T is added to the bound.  Where the value is below 1e-60
-        (so T could matter) the whole table is summed as before.  A calibration that bisects sigma sums
-        each new sigma once, so this is what makes it fast (no table, no prefix sums).
+        (so T could matter), or where the table of this pair is already built (an epsilon search at one
+        sigma), the whole table is summed as before.  A calibration that bisects sigma sums each new sigma
+        once, so this is what makes it fast (no table, no prefix sums).
         """
         if self.d == 0:
             return _exact(max(0.0, to_float_up(-mp().expm1(mp().mpf(epsilon)))) if epsilon < 0 else 0.0,
@@ -567,7 +568,7 @@ class DiscreteGaussianShift(Evaluator):
         max_loss = float(np.max(np.abs((d**2 - 2.0 * d * ends) / (2.0 * sigma**2))))  # the table's largest |loss|
         slack_max = 8.0 * _U * (abs(epsilon) + max_loss)
         short = int(math.ceil(sigma * math.sqrt(2.0 * (184.0 + 2.0 * math.log(max(sigma, 1.0))))))
-        if short < reach:
+        if short < reach and (d, sigma, self.log_norm) not in _DG_TABLES:  # (a table already built is cheaper)
             # the atoms in [-short, cut]: cut is past the last k with loss > eps - slack (checked below)
             cut = min(reach, int(math.ceil(d / 2.0 - sigma**2 * (epsilon - slack_max) / d)) + 2)
             if cut >= -short:
@@ -587,15 +588,16 @@ class DiscreteGaussianShift(Evaluator):
         if j == 0:  # only atoms beyond 39 sigma, of mass below e^{-760}: the smallest positive float
             return Estimate(5e-324, kind="upper", error=5e-324, method=self.method + " (tail beyond the table)")
         j0 = int(np.searchsorted(t.neg_loss, -epsilon, side="left"))
-        return self._hockey_sum(epsilon, t.loss[:j], t.logp[:j], j0, 0.0)
+        return self._hockey_sum(epsilon, t.loss[:j], t.logp[:j], j0, 0.0, t.p[:j])
 
-    def _hockey_sum(self, epsilon: float, loss_j: Any, logp_j: Any, j0: int, tail: float) -> Estimate:
+    def _hockey_sum(self, epsilon: float, loss_j: Any, logp_j: Any, j0: int, tail: float,
+                    p_j: Any = None) -> Estimate:
         """The rounded-up sum of p (1 - e^{eps - L}) over the atoms ``[0, j0)`` (loss > eps), given the atoms
         ``[0, j)`` that may have loss > eps once the loss's rounding is allowed for, plus ``tail`` (an upper
-        bound on the mass of the atoms left out below them)."""
+        bound on the mass of the atoms left out below them); ``p_j``: e^{logp_j} if already computed."""
         loss = loss_j[:j0]
         with np.errstate(under="ignore"):
-            p_j = np.exp(logp_j)
+            p_j = np.exp(logp_j) if p_j is None else p_j
             p = p_j[:j0]
             h = -np.expm1(epsilon - loss)
             terms = p * h
@@ -706,13 +708,26 @@ class _DGTable:
             a.flags.writeable = False
 
 
-@functools.lru_cache(maxsize=2)
+_DG_TABLES: dict[tuple[int, float, float], _DGTable] = {}  # the last two tables built, oldest first
+_DG_LOCK = threading.Lock()
+
+
 def _dg_table(d: int, sigma: float, log_norm: float) -> _DGTable:
     """The table of one pair, cached for the repeated sums at one sigma (an epsilon or delta search).
 
     Two tables at most: one holds up to 2e7 atoms in six arrays (about 1 GB), and a calibration that
     bisects sigma builds a new table at every step (64 cached tables reached 13 GB in one Gaussian query)."""
-    return _DGTable(d, sigma, log_norm)
+    key = (d, sigma, log_norm)
+    with _DG_LOCK:
+        table = _DG_TABLES.pop(key, None)
+    if table is None:
+        table = _DGTable(d, sigma, log_norm)
+    with _DG_LOCK:
+        _DG_TABLES.pop(key, None)
+        while len(_DG_TABLES) >= 2:
+            del _DG_TABLES[next(iter(_DG_TABLES))]
+        _DG_TABLES[key] = table  # the most recent last
+    return table
 
 
 def _log_tanh_half(t: float) -> float:
