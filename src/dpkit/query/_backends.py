@@ -200,6 +200,60 @@ def _owned_connection() -> Any:
     return con
 
 
+def _text_value(value: object) -> str | None:
+    """One value of a pandas object or Python-string column as text: a function of that value alone.
+
+    Missing values (None, NaN, NA, NaT) are NULL; anything else is its ``str``, with what UTF-8 cannot encode
+    (a lone surrogate such as '\\ud800') replaced by '?'; a value whose ``str`` fails is NULL."""
+    import pandas as pd
+
+    try:
+        if pd.api.types.is_scalar(value) and pd.isna(value):
+            return None
+        text = value if isinstance(value, str) else str(value)
+        return text.encode("utf-8", "replace").decode("utf-8")
+    except Exception:  # noqa: BLE001 - an object whose str() fails: NULL, decided by this value alone
+        return None
+
+
+def _pandas_text(df: Any) -> Any:
+    """A pandas ``df`` as DuckDB may scan it: text columns read as text, and no index.
+
+    * A column of dtype object or ``StringDtype('python')`` has no type of its own: DuckDB's pandas scan would
+      take one from a sample of its values (so one unit's value could change the schema every query is
+      checked against: its b'x' made the column BLOB, its 2**70 HUGEINT) and would fail the whole query on
+      one unit's string that UTF-8 cannot encode (a lone surrogate), a failure no TRY catches.  Such a
+      column is read as text, each value by :func:`_text_value` (a function of that value alone).
+    * The index is not part of the table: DuckDB scans a frame with an Arrow-backed column through Arrow,
+      which adds a non-default index as a column ``__index_level_0__``, so a frame with rows removed (a
+      neighbour) gained a column.  The frame is given a fresh default index.
+
+    Only the text columns are copied (the others are shared); anything but a pandas frame is returned as is."""
+    import pandas as pd
+
+    if not isinstance(df, pd.DataFrame):
+        return df
+    import pyarrow as pa
+
+    out = df.copy(deep=False)
+    out.index = pd.RangeIndex(len(df))
+    for i, dtype in enumerate(df.dtypes):
+        python_strings = isinstance(dtype, pd.StringDtype) and dtype.storage == "python"
+        if not (pd.api.types.is_object_dtype(dtype) or python_strings):
+            continue
+        column = df.iloc[:, i]
+        array = None
+        if pd.api.types.infer_dtype(column, skipna=True) == "string":  # only str and missing values
+            try:
+                array = pa.array(column, type=pa.string(), from_pandas=True)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeError, ValueError, TypeError):
+                array = None  # a string UTF-8 cannot encode: value by value, with the same result for the others
+        if array is None:
+            array = pa.array([_text_value(v) for v in column], type=pa.string())
+        out.isetitem(i, pd.arrays.ArrowStringArray(array))
+    return out
+
+
 class DuckDBBackend:
     """DuckDB in process: a file (CSV or Parquet, read in place), a dataframe, or a table of a connection."""
 
@@ -231,8 +285,11 @@ class DuckDBBackend:
     @classmethod
     def from_dataframe(cls, df: Any) -> DuckDBBackend:
         con = _owned_connection()
+        # DuckDB guesses the type of a pandas object column from a sample of its values (one unit's b'x' made it
+        # BLOB, its 2**70 HUGEINT, its Decimal('1.555') DECIMAL(4,3)): never asked to here (see _pandas_text)
+        con.execute("SET pandas_analyze_sample = 0")
         relation = "dpkit_source"
-        con.register(relation, df)  # pandas, Polars and Arrow are scanned in place, not copied
+        con.register(relation, _pandas_text(df))  # pandas, Polars and Arrow are scanned in place, not copied
         return cls(con, relation, owned=True)
 
     @classmethod

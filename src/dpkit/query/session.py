@@ -28,7 +28,9 @@ Policies (all documented in the README, with the threat model):
   Rows whose privacy unit is NULL are dropped: they belong to no unit that could be bounded.
 * An empty table is answered like any other (noisy zeros); whether a table has rows is not public.
 * The schema is public: the declared one for CSV and JSON files (their types would otherwise be
-  guessed from the values), the file's own for Parquet, the frame's or table's own otherwise.
+  guessed from the values), the file's own for Parquet, the frame's or table's own otherwise.  A
+  pandas column of dtype object (or of Python strings) has no type of its own and is read as text,
+  each value by its ``str`` (a lone surrogate replaced); a pandas index is not a column.
 * Released rows are in a fixed order: the public keys' order, or (for privately selected groups)
   a total order of the released key values alone, never the engine's order.
 * Estimates are for the *bounded* data (clamped values, at most ``max_rows`` rows per unit and

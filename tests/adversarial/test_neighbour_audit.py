@@ -1,0 +1,162 @@
+"""A black-box audit of the query engine on neighbouring tables (issue: independent neighbour audit).
+
+Each probe builds a table D holding a target unit (uid 42) and its neighbour D' without that unit's rows,
+runs the same calls on both, and compares everything a caller observes except the noisy values: the
+outcome (an answer, or the exception's type and message), the result's columns, row count, key values and
+the Python types of every cell, the Python warnings emitted, the session's schema, and what the ledger
+recorded.  Released values are drawn from one seeded generator on both tables.  Complements
+``test_query_channels.py`` and ``test_noise_channels.py`` (injection, errors, ordering, timing, seeding),
+whose channels are not repeated here.
+
+Channels found and fixed (each test says why it failed before):
+
+* the schema of a pandas frame: DuckDB typed an object column from a sample of its values, and scanned a
+  frame with an Arrow-backed column with its index as an extra column (``__index_level_0__``);
+* a string the scan cannot encode (a lone surrogate) failed every query reading the column, on D only;
+* functions whose output size a value sets beyond linear (``bitstring``, the replacement of ``replace`` /
+  ``regexp_replace``, the separator of ``array_to_string``): one unit's long string ran the engine out of
+  memory, a failure no TRY catches.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import itertools
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpkit.guarantees import ApproxDP
+from dpkit.query import Session
+from dpkit.random import insecure_seeded
+
+BUDGET = ApproxDP(epsilon=1000.0, delta=0.5)
+Pair = Callable[..., tuple[Session, Session]]
+N = 60  # ordinary units 0..59; the target is 42's extra rows, or unit 100 where noted
+
+
+def _observe(s: Session, query: Any, **kw: Any) -> tuple[Any, ...]:
+    """Everything a caller sees of one call but the noisy values, and what the ledger recorded."""
+    kw.setdefault("epsilon", 1.0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            r = s.sql(query, rng=insecure_seeded(7), **kw)
+            nk = len(r.key_columns)
+            outcome: tuple[Any, ...] = ("answer", r.columns, len(r.rows), tuple(r.key_columns),
+                                        tuple(tuple(type(c).__name__ for c in row) for row in r.rows),
+                                        tuple(row[:nk] for row in r.rows),
+                                        tuple(sorted(r.intervals)), tuple(sorted(r.scales)), repr(r.selection is None),
+                                        tuple(sorted(r.details)), tuple(sorted(r.bounding or {})))
+        except Exception as e:  # noqa: BLE001 - every failure is an observable
+            outcome = (type(e).__name__, str(e))
+    ledger = tuple((e.label, str(e.guarantee), e.state) for e in s.ledger.history())  # type: ignore[attr-defined]
+    return outcome, tuple((w.category.__name__, str(w.message)) for w in caught), ledger
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[Callable[..., tuple[Session, Session]]]:
+    """Factory: sessions over D and D' (D without the rows of ``target``), each with its own ledger."""
+    opened: list[Session] = []
+    count = itertools.count()
+
+    def make(d: Any, target: int = 42, **kw: Any) -> tuple[Session, Session]:
+        if isinstance(d, pd.DataFrame):
+            tables = [d, d[d["uid"] != target]]  # D' as a curator would make it: rows dropped, index kept
+            assert len(tables[1]) < len(d)
+        else:
+            tables = list(d)
+        out = []
+        for table in tables:
+            extra: dict[str, Any] = {"table": "t"} if not isinstance(table, pd.DataFrame) else {}
+            s = Session(table, max_partitions=1, max_rows=1, privacy_unit="uid",
+                        ledger=tmp_path / f"l{next(count)}.db", budget=BUDGET, **extra, **kw)
+            opened.append(s)
+            out.append(s)
+        return out[0], out[1]
+
+    yield make
+    for s in opened:
+        s.close()
+
+
+def _same(pair_: tuple[Session, Session], query: Any, **kw: Any) -> tuple[Any, ...]:
+    d, d2 = pair_
+    a, b = _observe(d, query, **kw), _observe(d2, query, **kw)
+    assert a == b, (query, kw, a, b)
+    return a
+
+
+# ------------------------------------------------------------------ 1. the schema of a pandas frame
+ODD_OBJECTS = [5, 2**70, decimal.Decimal("1.555"), b"x", True, datetime.date(2020, 1, 1), 1.5, ["a"], None]
+
+
+@pytest.mark.parametrize("odd", ODD_OBJECTS, ids=[type(v).__name__ + str(i) for i, v in enumerate(ODD_OBJECTS)])
+def test_one_units_object_does_not_type_a_pandas_object_column(pair: Pair, odd: Any) -> None:
+    """DuckDB typed a pandas object column from a sample of its values: one unit's b'x' made it BLOB (VARCHAR
+    without it), its 2**70 HUGEINT (BIGINT), its Decimal('1.555') DECIMAL(4,3) (DECIMAL(2,1)), and a column
+    of NULLs but the target's value was VARCHAR on D and "NULL" on D'.  An object column is text, always."""
+    ordinary: Any = "a"
+    if isinstance(odd, int) and not isinstance(odd, bool):
+        ordinary = 1
+    elif isinstance(odd, decimal.Decimal):
+        ordinary = decimal.Decimal("1.5")
+    for column in ([ordinary] * N + [odd], [None] * N + ["z" if odd is None else odd]):
+        d = pd.DataFrame({"uid": list(range(N)) + [42], "k": pd.Series(column, dtype=object),
+                          "x": [1.0] * (N + 1)})
+        s, s2 = pair(d)
+        assert s.schema == s2.schema == {"uid": "BIGINT", "k": "VARCHAR", "x": "DOUBLE"}
+        _same((s, s2), "SELECT k, COUNT(*) AS n FROM t GROUP BY k", delta=1e-6, epsilon=10.0)
+
+
+def test_a_pandas_index_is_not_a_column(pair: Pair) -> None:
+    """A frame with an Arrow-backed column (pandas' dtype_backend='pyarrow') was scanned through Arrow, which
+    kept a non-default index as a column: D' (rows dropped, so its index is no longer 0..n-1) had a column
+    ``__index_level_0__`` that D lacked, holding the row numbers of the original frame."""
+    import pyarrow as pa
+
+    d = pd.DataFrame({"uid": list(range(N)) + [42], "x": pd.Series([1.0] * (N + 1), dtype=pd.ArrowDtype(pa.float64())),
+                      "k": ["a", "b"] * (N // 2) + ["a"]})
+    s, s2 = pair(d)
+    assert s.schema == s2.schema == {"uid": "BIGINT", "x": "DOUBLE", "k": "VARCHAR"}
+    _same((s, s2), "SELECT COUNT(*) AS n FROM t WHERE k = 'a'")
+
+
+@pytest.mark.parametrize("dtype", [object, "string"])
+def test_a_string_the_scan_cannot_encode_fails_nothing(pair: Pair, dtype: Any) -> None:
+    """One unit's lone surrogate ('\\ud800', e.g. from a file name decoded with surrogateescape) failed DuckDB's
+    pandas scan of the column: every query reading it was a charged DataDependentFailure on D and answered on
+    D'.  The value is read as text with what UTF-8 cannot encode replaced, a function of that value alone."""
+    d = pd.DataFrame({"uid": list(range(N)) + [42], "k": pd.Series(["a", "b"] * (N // 2) + ["\ud800x"], dtype=dtype),
+                      "x": [1.0] * (N + 1)})
+    s, s2 = pair(d)
+    queries: list[tuple[str, dict[str, Any]]] = [
+        ("SELECT k, COUNT(*) AS n FROM t GROUP BY k", {"keys": {"k": ["a", "b"]}}),
+        ("SELECT COUNT(*) AS n FROM t WHERE k <> 'a'", {}),
+        ("SELECT COUNT(DISTINCT k) AS n FROM t", {}),
+        # selection: the ordinary groups (30 units) are released, the target's (one unit) is not
+        ("SELECT k, COUNT(*) AS n FROM t GROUP BY k", {"delta": 1e-6, "epsilon": 10.0})]
+    for query, kw in queries:
+        assert _same((s, s2), query, **kw)[0][0] == "answer"
+
+
+def test_text_columns_keep_their_values() -> None:
+    """What the conversion does to each value, and that it is the same whichever other values the column holds."""
+    from dpkit.query._backends import _pandas_text
+
+    plain = pd.Series(["a", None, float("nan"), "é", "x" * 1000], dtype=object)
+    mixed = pd.concat([plain, pd.Series(["\ud800", 5, b"x", object()], dtype=object)], ignore_index=True)
+    got_plain = _pandas_text(pd.DataFrame({"k": plain}))["k"].tolist()
+    got_mixed = _pandas_text(pd.DataFrame({"k": mixed}))["k"].tolist()
+    assert got_mixed[:5] == got_plain
+    assert got_plain[0] == "a" and pd.isna(got_plain[1]) and pd.isna(got_plain[2]) and got_plain[3] == "é"
+    assert got_mixed[5:8] == ["?", "5", "b'x'"]
+    frame = pd.DataFrame({"n": np.arange(3)}, index=[5, 7, 9])
+    out = _pandas_text(frame)
+    assert list(out.index) == [0, 1, 2] and list(frame.index) == [5, 7, 9]  # the caller's frame is unchanged
