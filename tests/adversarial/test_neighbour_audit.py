@@ -160,3 +160,36 @@ def test_text_columns_keep_their_values() -> None:
     frame = pd.DataFrame({"n": np.arange(3)}, index=[5, 7, 9])
     out = _pandas_text(frame)
     assert list(out.index) == [0, 1, 2] and list(frame.index) == [5, 7, 9]  # the caller's frame is unchanged
+
+
+# ------------------------------------------------------------------ 2. memory a value controls
+MEMORY = [
+    "SELECT COUNT(*) AS n FROM t WHERE length(bitstring('1', CAST(x AS INTEGER))) > 3",
+    "SELECT COUNT(*) AS n FROM t WHERE damerau_levenshtein(k, 'ab') > 3",
+    "SELECT COUNT(*) AS n FROM t WHERE length(replace(k, 'a', k)) > 3",
+    "SELECT COUNT(*) AS n FROM t WHERE length(regexp_replace(k, 'a', k || 'x', 'g')) > 3",
+    "SELECT length(replace(k, 'a', upper(k))) AS g, COUNT(*) AS n FROM t GROUP BY g",
+    "SELECT SUM(v) AS s FROM (SELECT uid, MAX(length(replace(k, 'a', k))) AS v FROM t GROUP BY uid)",
+]
+
+
+@pytest.mark.parametrize("query", MEMORY, ids=[f"{i}" for i in range(len(MEMORY))])
+def test_functions_whose_memory_one_value_sets_are_refused(pair: Pair, query: str) -> None:
+    """``bitstring('1', n)`` allocates n bits (2**31 a row), ``damerau_levenshtein`` a len(a) x len(b) matrix and
+    ``replace(k, 'a', k)`` writes k once per 'a' in k: with one unit's 70,000-character string the last two ran
+    out of memory under a 3 GB address-space limit (OutOfMemoryException, which TRY does not catch: a charged
+    DataDependentFailure on D, an answer on D').  Refused from the query text, on both, before any spend."""
+    d = pd.DataFrame({"uid": list(range(N)) + [42], "k": ["ab"] * N + ["a" * 70_000],
+                      "x": [1.0] * N + [2.0**31 - 1]})
+    s, s2 = pair(d)
+    outcome = _same((s, s2), query, delta=1e-6, keys={"g": [1, 2]} if "GROUP BY g" in query else None,
+                    bounds={"v": (0, 10)})
+    assert outcome[0][0] == "UnsupportedError" and outcome[2] == ()
+
+
+def test_a_literal_replacement_is_still_answered(pair: Pair) -> None:
+    d = pd.DataFrame({"uid": list(range(N)) + [42], "k": ["a-b"] * N + ["c"], "x": [1.0] * (N + 1)})
+    s, s2 = pair(d)
+    for query in ("SELECT COUNT(*) AS n FROM t WHERE replace(k, '-', '') = 'ab'",
+                  "SELECT COUNT(*) AS n FROM t WHERE regexp_replace(k, '[-]', '+', 'g') = 'a+b'"):
+        assert _same((s, s2), query)[0][0] == "answer"
