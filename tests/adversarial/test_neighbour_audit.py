@@ -28,12 +28,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
 import pandas as pd
 import pytest
 
 from dpkit.guarantees import ApproxDP
 from dpkit.query import Session
+from dpkit.query._backends import declared_file_source
 from dpkit.random import insecure_seeded
 
 BUDGET = ApproxDP(epsilon=1000.0, delta=0.5)
@@ -193,3 +195,72 @@ def test_a_literal_replacement_is_still_answered(pair: Pair) -> None:
     for query in ("SELECT COUNT(*) AS n FROM t WHERE replace(k, '-', '') = 'ab'",
                   "SELECT COUNT(*) AS n FROM t WHERE regexp_replace(k, '[-]', '+', 'g') = 'a+b'"):
         assert _same((s, s2), query)[0][0] == "answer"
+
+
+# ------------------------------------------------------------------ 3. one line of a CSV or JSON file
+def _file_pair(tmp_path: Path, suffix: str, odd: bytes) -> tuple[Path, Path]:
+    """D (the target's line after the 11th unit's) and D' (without it); 40 ordinary units, a quoted field each."""
+    sep = b"\t" if suffix == ".tsv" else b","
+    out = []
+    for name, with_target in (("d", True), ("d2", False)):
+        if suffix == ".json":
+            lines = [b'{"uid": %d, "amount": %d, "k": "%s"}' % (u, u % 10, b"ab"[u % 2: u % 2 + 1]) for u in range(40)]
+        else:
+            lines = [sep.join([b"uid", b"amount", b"k"])] + [
+                sep.join([b"%d" % u, b"%d" % (u % 10), b'"%s%s x"' % (b"ab"[u % 2: u % 2 + 1], sep)])
+                for u in range(40)]
+        if with_target:
+            lines.insert(12, odd.replace(b",", sep))
+        path = tmp_path / f"{name}{suffix}"
+        path.write_bytes(b"\n".join(lines) + b"\n")
+        out.append(path)
+    return out[0], out[1]
+
+
+CSV_LINES = [b'42,"5,a', b'42,5,"a', b'"42,5,a', b'42,5,"a""', b'42,5,"a\nb"', b"42,5,a\r", b"\r\r\r", b"42,\xff\xfe,a",
+             b"42,5,a,,,,", b"42", b"\x00", b"42,5," + b"x" * (3 << 20)]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv"])
+@pytest.mark.parametrize("odd", CSV_LINES, ids=[f"{i}" for i in range(len(CSV_LINES))])
+def test_one_csv_line_changes_no_other_row(tmp_path: Path, suffix: str, odd: bytes) -> None:
+    """DuckDB's CSV reader follows RFC 4180, where a quoted field runs over line ends: the target's unterminated
+    quote (42,"5,a) swallowed the 29 lines after it, so COUNT(*) fell by 29 with one unit added (sensitivity far
+    above max_rows); a stray carriage return or a quoted line end failed the scan (a charged DataDependentFailure
+    on D only), and invalid UTF-8 near the top failed opening the file.  Now each line is one row, parsed
+    alone: the other units' rows are the same on both files, exactly."""
+    d, d2 = _file_pair(tmp_path, suffix, odd)
+    schema = {"uid": "BIGINT", "amount": "BIGINT"}
+    sessions = [Session(p, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / f"{p.stem}.db",
+                        budget=BUDGET, schema=schema) for p in (d, d2)]
+    try:
+        con = duckdb.connect()
+        rows = [sorted(map(repr, con.execute(f"SELECT * FROM ({declared_file_source(p, schema, 'duckdb')}) "
+                                             "WHERE uid <> 42 OR uid IS NULL").fetchall())) for p in (d, d2)]
+        others = [r for r in rows[0] if r.startswith("(None")]
+        assert [r for r in rows[0] if r not in others] == rows[1]  # every ordinary row, and only those
+        assert len(rows[1]) == 40
+        _same((sessions[0], sessions[1]), "SELECT k, SUM(amount) AS s FROM t GROUP BY k", bounds={"amount": (0, 10)},
+              keys={"k": ["a, x", "b, x"] if suffix == ".csv" else ["a\t x", "b\t x"]})
+    finally:
+        for x in sessions:
+            x.close()
+
+
+JSON_LINES = [b'{"uid": 42, "amount": 5', b"[1,2]", b"42", b'{"uid": 42, "amount": 5}}', b"\xff", b'"abc',
+              b'{"uid": "42\n', b'{"uid": 42, "amount": 5} {"uid": 43}', b'{"uid": 42, "k": {"a": 1}}']
+
+
+@pytest.mark.parametrize("odd", JSON_LINES, ids=[f"{i}" for i in range(len(JSON_LINES))])
+def test_one_json_line_fails_nothing(tmp_path: Path, odd: bytes) -> None:
+    """One unit's malformed JSON line (or one that is not an object) failed the whole scan: a charged
+    DataDependentFailure on D, an answer on D'.  Now it is a row of NULLs; every other row is unchanged."""
+    d, d2 = _file_pair(tmp_path, ".json", odd)
+    schema = {"uid": "BIGINT", "amount": "BIGINT", "k": "VARCHAR"}
+    seen = []
+    for p in (d, d2):
+        with Session(p, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / f"{p.stem}.db",
+                     budget=BUDGET, schema=schema) as s:
+            seen.append(_observe(s, "SELECT k, SUM(amount) AS s FROM t GROUP BY k", bounds={"amount": (0, 10)},
+                                 keys={"k": ["a", "b"]}))
+    assert seen[0] == seen[1] and seen[0][0][0] == "answer"

@@ -126,7 +126,9 @@ def _csv_header(p: Path) -> list[str]:
     import gzip
 
     opener = gzip.open if p.suffix.lower() == ".gz" else open
-    with opener(p, "rt", newline="", encoding="utf-8") as f:
+    # errors="replace": the text decoder reads ahead of the first line, into the rows (one unit's invalid
+    # UTF-8 there made opening the file fail); the header's own bytes decode the same either way
+    with opener(p, "rt", newline="", encoding="utf-8", errors="replace") as f:
         header = next(csv.reader(f, delimiter="\t" if ".tsv" in p.name.lower() else ","), None)
     if not header:
         raise InvalidArgumentError(f"{str(p)!r} has no header line naming its columns.")
@@ -135,15 +137,46 @@ def _csv_header(p: Path) -> list[str]:
     return header
 
 
+def _csv_lines(lit: str, names: list[str], delimiter: str) -> str:
+    """DuckDB SQL of a CSV/TSV file's data lines, one row per physical line, its fields as text (``names``).
+
+    Every row is a function of its own line alone.  DuckDB's CSV reader follows RFC 4180, where a quoted field
+    may run over line ends: one unit's unterminated quote (``42,"5,a``) then swallowed every following line
+    (29 other units' rows in the audit's file), a stray carriage return or a quoted line end failed the whole
+    scan.  Here the reader only splits lines (no quote, no escape; a line it cannot read, e.g. invalid UTF-8,
+    is skipped), and each line is split into fields by one regular expression: a field is ``"..."`` (``""``
+    inside for a quote; the quotes are removed) or a run of characters other than the delimiter; an empty
+    field is NULL, and a line with more fields than the header is skipped.  So a quoted field may hold the
+    delimiter but not a line end (as Spark's CSV reader without ``multiLine``)."""
+    d = "\\t" if delimiter == "\t" else delimiter  # the delimiter inside an RE2 pattern (SQL literal text)
+    raw = (f"read_csv({lit}, columns = {{'line': 'VARCHAR'}}, header = false, skip = 1, auto_detect = false, "
+           "delim = '\x1f', quote = '', escape = '', new_line = '\\n', strict_mode = false, ignore_errors = true, "
+           "null_padding = false)")
+    prefix = "chr(9)" if delimiter == "\t" else f"'{delimiter}'"  # each field then follows a delimiter
+    # a line without a quote is split at each delimiter (the same fields as the pattern's, much faster)
+    fields = (f"""CASE WHEN contains(line, '"') THEN regexp_extract_all({prefix} || line, """
+              f"""'{d}("(?:[^"]|"")*"|[^{d}"][^{d}]*|)', 1) ELSE string_split(line, {prefix}) END""")
+    cols = []
+    for i, n in enumerate(names):
+        f = f"__f[{i + 1}]"
+        value = (f"CASE WHEN {f} LIKE '\"%\"' AND length({f}) >= 2 THEN replace({f}[2:-2], '\"\"', '\"') "
+                 f"ELSE {f} END")
+        cols.append(f"CAST(NULLIF({value}, '') AS VARCHAR) AS {_quote(n, 'duckdb')}")
+    return (f"SELECT {', '.join(cols)} FROM (SELECT {fields} AS __f FROM {raw} WHERE line IS NOT NULL) "
+            f"WHERE len(__f) <= {len(names)}")
+
+
 def declared_file_source(path: str | os.PathLike[str], schema: dict[str, str] | None, dialect: str) -> str:
-    """DuckDB SQL reading a file with types that no row can change.
+    """DuckDB SQL reading a file with types that no row can change, and rows that no other row can change.
 
     * Parquet: the file's own schema (written by the data's curator, public), or ``schema``'s types.
-    * CSV/TSV: a fixed dialect (``,`` or tab, ``"`` quotes, a header line; no sniffing of the values),
-      every field read as text, then ``TRY_CAST`` to the declared type (text if undeclared); a value
-      that does not convert becomes NULL and a line with too many fields is skipped, each a function
-      of that line alone.
-    * JSON: exactly the declared columns, read as text and ``TRY_CAST``, so no record adds a column.
+    * CSV/TSV: a fixed dialect (``,`` or tab, ``"`` quotes, a header line; no sniffing of the values), one
+      row per line (:func:`_csv_lines`: a quoted field cannot span lines), every field read as text, then
+      ``TRY_CAST`` to the declared type (text if undeclared); a value that does not convert becomes NULL
+      and a line with too many fields is skipped, each a function of that line alone.
+    * JSON: newline-delimited, one record per line; exactly the declared columns, read as text and
+      ``TRY_CAST``, so no record adds a column; a line that is not a JSON object is a row of NULLs
+      (``ignore_errors``), where it failed the whole scan.
     """
     p = Path(path)
     kind = _file_kind(p)
@@ -160,15 +193,12 @@ def declared_file_source(path: str | os.PathLike[str], schema: dict[str, str] | 
         declared = _require_schema(schema, p, kind)
         names = _csv_header(p)
         _check_declared(declared, names, p)
-        cols = "{" + ", ".join(f"{exp.convert(n).sql('duckdb')}: 'VARCHAR'" for n in names) + "}"
-        delim = "'\t'" if ".tsv" in p.name.lower() else "','"
-        src = (f"read_csv({lit}, header = true, auto_detect = false, delim = {delim}, quote = '\"', "
-               f"escape = '\"', columns = {cols}, ignore_errors = true, null_padding = true)")
+        src = f"({_csv_lines(lit, names, chr(9) if '.tsv' in p.name.lower() else ',')})"
     else:
         declared = _require_schema(schema, p, kind)
         names = list(declared)
         cols = "{" + ", ".join(f"{exp.convert(n).sql('duckdb')}: 'VARCHAR'" for n in names) + "}"
-        src = f"read_json({lit}, columns = {cols})"
+        src = f"read_json({lit}, columns = {cols}, format = 'newline_delimited', ignore_errors = true)"
     items = []
     for n in names:
         q = _quote(n, "duckdb")
