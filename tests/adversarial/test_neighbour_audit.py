@@ -264,3 +264,49 @@ def test_one_json_line_fails_nothing(tmp_path: Path, odd: bytes) -> None:
             seen.append(_observe(s, "SELECT k, SUM(amount) AS s FROM t GROUP BY k", bounds={"amount": (0, 10)},
                                  keys={"k": ["a", "b"]}))
     assert seen[0] == seen[1] and seen[0][0][0] == "answer"
+
+
+# ------------------------------------------------------------------ 4. keys no Python value can hold
+def _typed_pair(column_type: str, ordinary: str, odd: str) -> tuple[Any, Any]:
+    """Two DuckDB tables: 60 units with key ``ordinary``, and (on D only) unit 100 with key ``odd``."""
+    cons = []
+    for with_target in (True, False):
+        con = duckdb.connect()
+        con.execute(f"CREATE TABLE t AS SELECT range AS uid, CAST(range % 5 AS DOUBLE) AS x, CAST({ordinary} AS "
+                    f"{column_type}) AS g FROM range({N})")
+        if with_target:
+            con.execute(f"INSERT INTO t SELECT 100, 1.0, CAST({odd} AS {column_type})")
+        cons.append(con)
+    return cons[0], cons[1]
+
+
+OUT_OF_PYTHON = [("TIMESTAMP", "TIMESTAMP '2020-01-01'", "'infinity'"),
+                 ("TIMESTAMPTZ", "TIMESTAMPTZ '2020-01-01'", "'-infinity'"),
+                 ("DATE", "DATE '2020-01-01'", "'5877642-06-25 (BC)'"),
+                 ("DATE", "DATE '2020-01-01'", "'infinity'"),
+                 ("TIMESTAMP", "TIMESTAMP '2020-01-01'", "'290000-01-01'")]
+
+
+@pytest.mark.parametrize(("column_type", "ordinary", "odd"), OUT_OF_PYTHON, ids=[c[2] for c in OUT_OF_PYTHON])
+def test_a_key_python_cannot_hold_fails_nothing(pair: Pair, column_type: str, ordinary: str, odd: str) -> None:
+    """The statements beside the main one (a quantile's histogram, COUNT(DISTINCT)'s counts) were fetched as
+    Python values, and their rows were matched to the candidate groups in Python: the target's unreleased group
+    with key TIMESTAMP 'infinity' (or a date before 1 AD) made that conversion fail, a charged
+    DataDependentFailure on D and an answer on D' (DuckDB's own conversion also turned DATE 'infinity' into
+    9999-12-31, which would match a real 9999-12-31 group).  They are fetched as Arrow and matched there."""
+    pair_ = pair(_typed_pair(column_type, ordinary, odd))
+    for query in ("SELECT g, MEDIAN(x) AS m FROM t GROUP BY g", "SELECT g, COUNT(DISTINCT x) AS d FROM t GROUP BY g",
+                  "SELECT g, MEDIAN(x) AS m, COUNT(DISTINCT x) AS d, COUNT(*) AS n FROM t GROUP BY g"):
+        assert _same(pair_, query, delta=1e-6, epsilon=10.0, bounds={"x": (0, 10)})[0][0] == "answer"
+
+
+@pytest.mark.parametrize("keys", [None, {"g": ["1 month"]}])
+def test_an_interval_key_is_refused_before_the_spend(pair: Pair, keys: Any) -> None:
+    """An INTERVAL group key failed after the spend on every table (Arrow cannot sort the candidates), and with a
+    quantile it failed inside the engine fetch on D only (the target's INTERVAL '1000000000 months' overflows a
+    Python timedelta): two different charged failures.  DuckDB also groups INTERVAL '1 month' with '30 days',
+    so the released representative could be either.  Refused from the schema, nothing spent."""
+    pair_ = pair(_typed_pair("INTERVAL", "INTERVAL '1 month'", "INTERVAL '1000000000 months'"))
+    for query in ("SELECT g, COUNT(*) AS n FROM t GROUP BY g", "SELECT g, MEDIAN(x) AS m FROM t GROUP BY g"):
+        outcome = _same(pair_, query, delta=1e-6, epsilon=10.0, bounds={"x": (0, 10)}, keys=keys)
+        assert outcome[0][0] == "UnsupportedError" and "INTERVAL" in outcome[0][1] and outcome[2] == ()

@@ -244,6 +244,11 @@ def check_key_type(name: str, type_name: str) -> None:
     Such keys could not be hashed or ordered the same way after the engine, so a single unit's value
     could make the post-processing fail; the refusal depends only on the schema.
     """
+    if type_name.strip().upper().startswith("INTERVAL"):
+        raise _refuse(f"the group key {name!r} has the type {type_name}, which cannot be a group key: DuckDB groups "
+                      "INTERVAL '1 month' with INTERVAL '30 days' (so the key released would be either, as the rows "
+                      "happen to come), and the candidate groups cannot be put in a total order;",
+                      "group by a number computed from it, e.g. epoch(x) or datepart('month', x).")
     if _NON_SCALAR.search(type_name):
         raise _refuse(f"the group key {name!r} has the non-scalar type {type_name};",
                       "group by a scalar expression (a number, text, date or timestamp), e.g. one element of it.")

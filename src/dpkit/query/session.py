@@ -1032,9 +1032,12 @@ class Session:
         failed = False
         try:
             raw = self._backend.fetch_arrow(plan.compiled.sql(self._backend.dialect))
-            hists = {i: self._backend.fetch(plan.compiled.histogram_sql(i, self._backend.dialect))
+            # as Arrow, like the main statement: their keys are every kept group's, released or not, and a Python
+            # conversion of them failed on one unit's value (TIMESTAMP 'infinity') or merged two (DATE 'infinity'
+            # became 9999-12-31)
+            hists = {i: self._backend.fetch_arrow(plan.compiled.histogram_sql(i, self._backend.dialect))
                      for i in plan.compiled.histograms}
-            distincts = {i: self._backend.fetch(plan.compiled.distinct_sql(i, self._backend.dialect))
+            distincts = {i: self._backend.fetch_arrow(plan.compiled.distinct_sql(i, self._backend.dialect))
                          for i in plan.compiled.distincts}
             report = (self._backend.fetch(plan.compiled.report_sql(self._backend.dialect))[0]
                       if plan.compiled.report is not None else None)
