@@ -310,3 +310,18 @@ def test_an_interval_key_is_refused_before_the_spend(pair: Pair, keys: Any) -> N
     for query in ("SELECT g, COUNT(*) AS n FROM t GROUP BY g", "SELECT g, MEDIAN(x) AS m FROM t GROUP BY g"):
         outcome = _same(pair_, query, delta=1e-6, epsilon=10.0, bounds={"x": (0, 10)}, keys=keys)
         assert outcome[0][0] == "UnsupportedError" and "INTERVAL" in outcome[0][1] and outcome[2] == ()
+
+
+# ------------------------------------------------------------------ 5. public parameters that fail only on data
+def test_quantile_bounds_too_close_for_the_grid_are_refused(pair: Pair) -> None:
+    """With bounds (0, 1e-320) a quantile bucket's width (hi - lo) / 2**20 underflows to 0, and the engine's
+    CAST(FLOOR((x - lo) / width) AS BIGINT), which runs outside TRY, failed as soon as one value reached it: a
+    charged DataDependentFailure where the filter kept the target's row (D), an answer where it kept none (D').
+    The bounds are public, so the refusal is made from them before anything is spent."""
+    d = pd.DataFrame({"uid": list(range(N)) + [42], "x": [1.0] * N + [3e-321], "flag": [0] * N + [1]})
+    pair_ = pair(d)
+    outcome = _same(pair_, "SELECT MEDIAN(x) AS m FROM t WHERE flag = 1", bounds={"x": (0.0, 1e-320)})
+    assert outcome[0][0] == "InvalidArgumentError" and "too close" in outcome[0][1] and outcome[2] == ()
+    # bounds that are merely narrow are answered
+    assert _same(pair_, "SELECT MEDIAN(x) AS m FROM t WHERE flag = 1", bounds={"x": (0.0, 1e-300)},
+                 quantile_buckets=2**30 - 1)[0][0] == "answer"

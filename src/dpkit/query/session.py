@@ -421,6 +421,15 @@ class Session:
         self._check_joins(spec)
         k_max, l_max = self._contribution_bounds(spec, max_partitions, max_rows, keys)
         values = self._values(spec, bounds or {})
+        for agg in spec.aggregates:  # the engine computes FLOOR((x - lo) / width) AS BIGINT, outside TRY
+            v = values.get(agg.name)
+            if agg.kind == "quantile" and v is not None and v.lo is not None and v.hi is not None:
+                width = (v.hi - v.lo) / buckets
+                if not (width > 0.0 and (v.hi - v.lo) / width <= 2.0 * buckets):
+                    raise InvalidArgumentError(
+                        f"{agg.name}: the clamping bounds ({v.lo!r}, {v.hi!r}) are too close for {buckets} quantile "
+                        "buckets (a bucket's width is not a positive number a double can divide by); widen them "
+                        "or pass fewer quantile_buckets.")
         # the keys' types, from the schema alone (the engine binds, it reads no row)
         key_types = self._types([k.expr for k in spec.keys], spec)
         for key, type_name in zip(spec.keys, key_types):
