@@ -325,3 +325,29 @@ def test_quantile_bounds_too_close_for_the_grid_are_refused(pair: Pair) -> None:
     # bounds that are merely narrow are answered
     assert _same(pair_, "SELECT MEDIAN(x) AS m FROM t WHERE flag = 1", bounds={"x": (0.0, 1e-300)},
                  quantile_buckets=2**30 - 1)[0][0] == "answer"
+
+
+# ------------------------------------------------------------------ 6. the command line on neighbouring files
+@pytest.mark.parametrize("odd", [b'42,"5,a', b"42,5,a\r", b'42,5,"a\nb"', b"42,5,\xff"],
+                         ids=["quote", "cr", "nl", "utf8"])
+def test_the_query_command_on_neighbouring_csv_files(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     odd: bytes) -> None:
+    """``dpkit query`` on the two files: the same exit code, the same stderr, and a JSON answer whose shape (keys,
+    columns, row count, the selection's and bounding's fields) is the same; only noisy numbers differ."""
+    import json
+
+    from dpkit.cli import main
+
+    d, d2 = _file_pair(tmp_path, ".csv", odd)
+    seen = []
+    for p in (d, d2):
+        code = main(["query", str(p), "SELECT k, COUNT(*) AS n, SUM(amount) AS s FROM t GROUP BY k", "--privacy-unit",
+                     "uid", "--schema", "amount=BIGINT,uid=BIGINT", "--epsilon", "10", "--delta", "1e-6",
+                     "--budget-epsilon", "100", "--budget-delta", "0.5", "--ledger", str(tmp_path / f"{p.stem}.db"),
+                     "--bounds", "amount=0:10", "--max-partitions", "1", "--max-rows", "1", "--json", "--quiet",
+                     "--insecure-seed", "3"])
+        out, err = capsys.readouterr()
+        doc = json.loads(out) if code == 0 else {}
+        seen.append((code, err.replace(str(p), "PATH").replace(p.stem, "NAME"), doc.get("columns"),
+                     [r["k"] for r in doc.get("rows", [])], sorted(doc.get("selection") or {}), doc.get("cost")))
+    assert seen[0] == seen[1] and seen[0][0] == 0 and seen[0][3] == ["a, x", "b, x"]
