@@ -266,6 +266,26 @@ def test_one_json_line_fails_nothing(tmp_path: Path, odd: bytes) -> None:
     assert seen[0] == seen[1] and seen[0][0][0] == "answer"
 
 
+def test_one_invalid_utf8_string_in_parquet_fails_nothing(tmp_path: Path) -> None:
+    """One unit's string that is not UTF-8 in a Parquet file (written by a tool that does not validate) failed every
+    query reading the column: DuckDB validates while decoding, outside any TRY, so a charged DataDependentFailure
+    on D, an answer on D'.  Read with utf8_validation='replace': the bad bytes become '?', that value alone."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    seen = []
+    for name, with_target in (("d", True), ("d2", False)):
+        n = N + (1 if with_target else 0)
+        data = b"ab" * (N // 2) + (b"\xff\xfe" if with_target else b"")
+        offsets = np.array(list(range(N + 1)) + ([N + 2] if with_target else []), dtype=np.int32)
+        k = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)])
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(pa.table({"uid": pa.array(list(range(N)) + ([42] if with_target else [])), "k": k}), path)
+        with Session(path, max_partitions=1, max_rows=1, privacy_unit="uid", ledger=tmp_path / f"{name}.db",
+                     budget=BUDGET) as s:
+            seen.append(_observe(s, "SELECT k, COUNT(*) AS n FROM t GROUP BY k", keys={"k": ["a", "b"]}))
+    assert seen[0] == seen[1] and seen[0][0][0] == "answer"
+
 # ------------------------------------------------------------------ 4. keys no Python value can hold
 def _typed_pair(column_type: str, ordinary: str, odd: str) -> tuple[Any, Any]:
     """Two DuckDB tables: 60 units with key ``ordinary``, and (on D only) unit 100 with key ``odd``."""

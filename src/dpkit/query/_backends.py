@@ -8,6 +8,7 @@ back to Python: rows stay in the engine.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import secrets
@@ -166,6 +167,19 @@ def _csv_lines(lit: str, names: list[str], delimiter: str) -> str:
             f"WHERE len(__f) <= {len(names)}")
 
 
+@functools.lru_cache(maxsize=1)
+def _parquet_replaces_bad_utf8() -> bool:
+    """Whether this DuckDB's ``read_parquet`` takes ``utf8_validation`` (a fresh in-memory database says)."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        rows = con.execute("SELECT parameters FROM duckdb_functions() WHERE function_name = 'read_parquet'").fetchall()
+    finally:
+        con.close()
+    return any("utf8_validation" in (r[0] or []) for r in rows)
+
+
 def declared_file_source(path: str | os.PathLike[str], schema: dict[str, str] | None, dialect: str) -> str:
     """DuckDB SQL reading a file with types that no row can change, and rows that no other row can change.
 
@@ -182,7 +196,10 @@ def declared_file_source(path: str | os.PathLike[str], schema: dict[str, str] | 
     kind = _file_kind(p)
     lit = exp.convert(str(p)).sql("duckdb")
     if kind == "parquet":
-        src = f"read_parquet({lit})"
+        # a string that is not UTF-8 failed the whole scan (DuckDB validates it while decoding, outside TRY): one
+        # unit's bytes then decided whether every query reading the column failed.  Replaced by '?' instead, a
+        # function of that value alone (DuckDB >= 2.0; older versions keep their strict check)
+        src = f"read_parquet({lit}{', utf8_validation = ' + repr('replace') if _parquet_replaces_bad_utf8() else ''})"
         if not schema:
             return f"SELECT * FROM {src}"
         import duckdb
