@@ -249,6 +249,11 @@ def check_key_type(name: str, type_name: str) -> None:
                       "INTERVAL '1 month' with INTERVAL '30 days' (so the key released would be either, as the rows "
                       "happen to come), and the candidate groups cannot be put in a total order;",
                       "group by a number computed from it, e.g. epoch(x) or datepart('month', x).")
+    if type_name.strip().upper() in ("TIME WITH TIME ZONE", "TIMETZ"):
+        raise _refuse(f"the group key {name!r} has the type {type_name}, which cannot be a group key: its values "
+                      "leave the engine without their offsets (12:00+01 and 12:00+00 are two groups that come back "
+                      "as the same 12:00), so the released keys would not be in a strict total order;",
+                      "group by a TIME or a text form of it, e.g. CAST(x AS VARCHAR).")
     if _NON_SCALAR.search(type_name):
         raise _refuse(f"the group key {name!r} has the non-scalar type {type_name};",
                       "group by a scalar expression (a number, text, date or timestamp), e.g. one element of it.")
