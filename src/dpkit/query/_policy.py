@@ -254,6 +254,10 @@ def check_key_type(name: str, type_name: str) -> None:
                       "leave the engine without their offsets (12:00+01 and 12:00+00 are two groups that come back "
                       "as the same 12:00), so the released keys would not be in a strict total order;",
                       "group by a TIME or a text form of it, e.g. CAST(x AS VARCHAR).")
+    if type_name.strip().upper() in ("BIGNUM", "VARINT"):
+        raise _refuse(f"the group key {name!r} has the type {type_name}, which reaches Python as an opaque Arrow "
+                      "extension that cannot be ordered (the query failed after its spend, on every table);",
+                      "group by CAST(x AS HUGEINT) or CAST(x AS VARCHAR).")
     if _NON_SCALAR.search(type_name):
         raise _refuse(f"the group key {name!r} has the non-scalar type {type_name};",
                       "group by a scalar expression (a number, text, date or timestamp), e.g. one element of it.")
