@@ -391,3 +391,70 @@ def test_a_bignum_key_is_refused_not_charged(pair: Pair) -> None:
     pair_ = pair(_typed_pair("BIGNUM", "CAST(range % 2 AS BIGNUM)", "'12345678901234567890123456789012345678901'"))
     outcome = _same(pair_, "SELECT g, COUNT(*) AS n FROM t GROUP BY g", delta=1e-6, epsilon=10.0)
     assert outcome[0][0] == "UnsupportedError" and "BIGNUM" in outcome[0][1] and outcome[2] == ()
+
+
+# ------------------------------------------------------------------ probes that found nothing (kept as guards)
+_B = {"bounds": {"x": (0, 10)}}
+ONLY_TARGET = [
+    ("SELECT COUNT(*) AS n, SUM(x) AS s, AVG(x) AS a, VARIANCE(x) AS v, STDDEV(x) AS sd FROM t{w}", _B),
+    ("SELECT MEDIAN(x) AS m, MIN(x) AS lo, MAX(x) AS hi, QUANTILE_CONT(x, 0.9) AS q FROM t{w}", _B),
+    ("SELECT MEDIAN(x) AS m FROM t{w}", dict(_B, quantile_intervals=True)),
+    ("SELECT MIN(day) AS d0, MEDIAN(day) AS dm FROM t{w}", {"bounds": {"day": ("2019-01-01", "2021-01-01")},
+                                                            "quantile_intervals": True}),
+    ("SELECT COUNT(DISTINCT k) AS d, COUNT(DISTINCT uid) AS u, COUNT(x) AS c FROM t{w}", {}),
+    ("SELECT k, COUNT(*) AS n, SUM(x) AS s, MEDIAN(x) AS m, COUNT(DISTINCT x) AS dx FROM t{w} GROUP BY k",
+     dict(_B, keys={"k": ["a", "b"]})),
+    ("SELECT k, COUNT(*) AS n, SUM(x) AS s, MEDIAN(x) AS m FROM t{w} GROUP BY k", dict(_B, delta=1e-6, epsilon=10.0)),
+    ("SELECT k, COUNT(*) AS n FROM t{w} GROUP BY k HAVING COUNT(*) >= 0 ORDER BY k DESC LIMIT 1",
+     {"keys": {"k": ["a", "b"]}}),
+    ("SELECT k, COUNT(*) AS n, SUM(x) AS s FROM t{w} GROUP BY k",
+     dict(_B, keys={"k": ["a", "b"]}, noise="gaussian", delta=1e-6)),
+    ("SELECT k, COUNT(*) AS n, SUM(x) AS s FROM t{w} GROUP BY k", dict(_B, keys={"k": ["a", "b"]}, rho=0.5,
+                                                                        epsilon=None)),
+    ("SELECT k, COUNT(*) AS n FROM t{w} GROUP BY k", {"delta": 1e-6, "epsilon": 10.0, "partition_order": "md5",
+                                                      "selection": "gaussian"}),
+    ("SELECT AVG(v) AS a, COUNT(*) AS n FROM (SELECT uid, SUM(x) AS v FROM t{w} GROUP BY uid)",
+     {"bounds": {"v": (0, 10)}}),
+    ("SELECT COUNT(*) AS n, SUM(x) AS s FROM t{w}", dict(_B, split={"n": 0.5, "s": 0.45, "bounding_report": 0.05})),
+]
+
+
+@pytest.mark.parametrize(("query", "kw"), ONLY_TARGET, ids=[f"{i}" for i in range(len(ONLY_TARGET))])
+def test_a_filter_that_keeps_only_the_target(pair: Pair, query: str, kw: dict[str, Any]) -> None:
+    """WHERE keeps the target's row on D and nothing on D' (an empty table after the filter): every observable
+    but the noisy values agrees, for each kind of aggregate, noise, selection and budget form."""
+    d = pd.DataFrame({"uid": list(range(N)) + [42], "k": ["a", "b"] * (N // 2) + ["a"],
+                      "x": [float(i % 5) for i in range(N)] + [3.0], "flag": [0] * N + [1],
+                      "day": pd.array([datetime.date(2020, 1, 1)] * (N + 1), dtype="date32[pyarrow]")})
+    assert _same(pair(d), query.format(w=" WHERE flag = 1"), **kw)[0][0] == "answer"
+
+
+EXTREMES = [("BIGINT", "9223372036854775807"), ("BIGINT", "-9223372036854775808"),
+            ("HUGEINT", "170141183460469231731687303715884105727"), ("UBIGINT", "18446744073709551615"),
+            ("DECIMAL(38,37)", "9.9999999999999999999999999999999999999"), ("DOUBLE", "'nan'"), ("DOUBLE", "'-inf'"),
+            ("DOUBLE", "-0.0"), ("DOUBLE", "NULL"), ("FLOAT", "'inf'")]
+
+
+@pytest.mark.parametrize(("column_type", "odd"), EXTREMES, ids=[f"{t}:{v}" for t, v in EXTREMES])
+def test_one_units_extreme_value_changes_no_observable(pair: Pair, column_type: str, odd: str) -> None:
+    """The target's value at a type's limit (int64 and int128 extremes, the largest DECIMAL(38,37), NaN, -inf,
+    -0.0, NULL) in sums, averages, deviations, quantiles, distinct counts, a WHERE that overflows, a per-unit sum
+    and a group key: answered on both tables with the same shape."""
+    cons = []
+    for with_target in (True, False):
+        con = duckdb.connect()
+        con.execute(f"CREATE TABLE t AS SELECT range AS uid, CAST(1 AS {column_type}) AS v FROM range({N})")
+        if with_target:
+            con.execute(f"INSERT INTO t SELECT 100, CAST({odd} AS {column_type})")
+        cons.append(con)
+    pair_ = pair((cons[0], cons[1]))
+    bounds: dict[str, Any] = {"bounds": {"v": (-10, 10)}}
+    queries: list[tuple[str, dict[str, Any]]] = [
+        ("SELECT SUM(v) AS s, AVG(v) AS a, STDDEV(v) AS sd, COUNT(v) AS c FROM t", bounds),
+        ("SELECT MEDIAN(v) AS m, MIN(v) AS lo, MAX(v) AS hi FROM t", bounds),
+        ("SELECT COUNT(DISTINCT v) AS d FROM t", {}),
+        ("SELECT COUNT(*) AS n FROM t WHERE v * 2 > 0 AND CAST(v AS INTEGER) > 0", {}),
+        ("SELECT SUM(x) AS s FROM (SELECT uid, SUM(v) * 2 AS x FROM t GROUP BY uid)", {"bounds": {"x": (-10, 10)}}),
+        ("SELECT v AS g, COUNT(*) AS n, MEDIAN(v) AS m FROM t GROUP BY g", dict(bounds, delta=1e-6, epsilon=10.0))]
+    for query, kw in queries:
+        assert _same(pair_, query, **kw)[0][0] == "answer", query
