@@ -458,3 +458,16 @@ def test_one_units_extreme_value_changes_no_observable(pair: Pair, column_type: 
         ("SELECT v AS g, COUNT(*) AS n, MEDIAN(v) AS m FROM t GROUP BY g", dict(bounds, delta=1e-6, epsilon=10.0))]
     for query, kw in queries:
         assert _same(pair_, query, **kw)[0][0] == "answer", query
+
+
+def test_a_json_array_file_is_refused_not_read_as_nulls(tmp_path: Path) -> None:
+    """JSON is read one record per line (so one malformed record is a row of NULLs, above); a file that is one
+    array of records would then be answered as NULLs only, silently: it is refused when the session opens."""
+    array, lines = tmp_path / "a.json", tmp_path / "b.json"
+    array.write_text('[{"uid": 1, "x": 2},\n {"uid": 2, "x": 3}]\n')
+    lines.write_text('{"uid": 1, "x": 2}\n{"uid": 2, "x": 3}\n')
+    schema = {"uid": "BIGINT", "x": "DOUBLE"}
+    with pytest.raises(ValueError, match="newline-delimited"):
+        Session(array, privacy_unit="uid", ledger=tmp_path / "a.db", budget=BUDGET, schema=schema)
+    with Session(lines, privacy_unit="uid", ledger=tmp_path / "b.db", budget=BUDGET, schema=schema) as s:
+        assert s.schema == schema

@@ -167,6 +167,18 @@ def _csv_lines(lit: str, names: list[str], delimiter: str) -> str:
             f"WHERE len(__f) <= {len(names)}")
 
 
+def _refuse_json_array(p: Path) -> None:
+    """Refuse a JSON file that is one array of records: dpkit reads JSON one record per line (newline-delimited),
+    where a line that is not an object is a row of NULLs, so an array file would be answered as NULLs only.  The
+    file's form is read from its first character (the curator's choice of format, like its suffix)."""
+    with open(p, "rb") as f:
+        head = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head.startswith(b"["):
+        raise InvalidArgumentError(
+            f"{str(p)!r} holds a JSON array; dpkit reads newline-delimited JSON (one object per line, so that one "
+            "person's malformed record cannot fail or change another's). Convert it, e.g. with jq -c '.[]'.")
+
+
 @functools.lru_cache(maxsize=1)
 def _parquet_replaces_bad_utf8() -> bool:
     """Whether this DuckDB's ``read_parquet`` takes ``utf8_validation`` (a fresh in-memory database says)."""
@@ -213,6 +225,7 @@ def declared_file_source(path: str | os.PathLike[str], schema: dict[str, str] | 
         src = f"({_csv_lines(lit, names, chr(9) if '.tsv' in p.name.lower() else ',')})"
     else:
         declared = _require_schema(schema, p, kind)
+        _refuse_json_array(p)
         names = list(declared)
         cols = "{" + ", ".join(f"{exp.convert(n).sql('duckdb')}: 'VARCHAR'" for n in names) + "}"
         src = f"read_json({lit}, columns = {cols}, format = 'newline_delimited', ignore_errors = true)"
