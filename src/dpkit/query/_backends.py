@@ -541,6 +541,7 @@ class SparkBackend:
                                 sep="\t" if p.suffix.lower() == ".tsv" else ",", quote='"', escape='"',
                                 mode="PERMISSIVE", schema=", ".join(f"{_quote(n, 'spark')} STRING" for n in names))
         else:
+            _refuse_json_array(p)  # Spark reads JSON one record per line too (multiLine off)
             names = list(declared)
             df = spark.read.json(str(p.resolve()), mode="PERMISSIVE",
                                  schema=", ".join(f"{_quote(n, 'spark')} STRING" for n in names))
