@@ -12,10 +12,22 @@ Channels found and fixed (each test says why it failed before):
 
 * the schema of a pandas frame: DuckDB typed an object column from a sample of its values, and scanned a
   frame with an Arrow-backed column with its index as an extra column (``__index_level_0__``);
-* a string the scan cannot encode (a lone surrogate) failed every query reading the column, on D only;
-* functions whose output size a value sets beyond linear (``bitstring``, the replacement of ``replace`` /
-  ``regexp_replace``, the separator of ``array_to_string``): one unit's long string ran the engine out of
-  memory, a failure no TRY catches.
+* a string the scan cannot encode (a lone surrogate in pandas, invalid UTF-8 in Parquet) failed every query
+  reading the column, on D only;
+* functions whose memory a value sets (``bitstring``, ``damerau_levenshtein``, a column as the replacement of
+  ``replace`` / ``regexp_replace``): one unit's long string ran the engine out of memory, which TRY does not
+  catch;
+* CSV and JSON files: one unit's unterminated quote swallowed the lines after it (29 other units' rows), a
+  stray carriage return, a quoted line end or a malformed JSON record failed the scan, invalid UTF-8 failed
+  opening the file; also through the ``dpkit query`` command;
+* the statements beside the main one (quantile histograms, distinct counts) converted every candidate
+  group's key to Python: a key at TIMESTAMP 'infinity' or before year 1 failed the query on D only;
+* group keys of types that cannot be released in a strict total order or at all (INTERVAL, TIME WITH TIME
+  ZONE, BIGNUM), and quantile bounds too close for the bucket grid, failed after the spend (on D only, or
+  on every table) or released ambiguous keys: refused before the spend.
+
+Probes that found nothing are kept at the end as guards (a filter that keeps only the target; one unit's
+value at a type's limit).
 """
 
 from __future__ import annotations
