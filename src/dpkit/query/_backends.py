@@ -345,10 +345,9 @@ class DuckDBBackend:
     @classmethod
     def from_dataframe(cls, df: Any) -> DuckDBBackend:
         con = _owned_connection()
-        # DuckDB guesses the type of a pandas object column from a sample of its values (one unit's b'x' made it
-        # BLOB, its 2**70 HUGEINT, its Decimal('1.555') DECIMAL(4,3)): never asked to here (see _pandas_text)
-        con.execute("SET pandas_analyze_sample = 0")
         relation = "dpkit_source"
+        # DuckDB guesses the type of a pandas object column from a sample of its values (one unit's b'x' made it
+        # BLOB, its 2**70 HUGEINT, its Decimal('1.555') DECIMAL(4,3)): _pandas_text leaves it no such column
         con.register(relation, _pandas_text(df))  # pandas, Polars and Arrow are scanned in place, not copied
         return cls(con, relation, owned=True)
 
