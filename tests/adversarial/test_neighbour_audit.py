@@ -483,3 +483,17 @@ def test_a_json_array_file_is_refused_not_read_as_nulls(tmp_path: Path) -> None:
         Session(array, privacy_unit="uid", ledger=tmp_path / "a.db", budget=BUDGET, schema=schema)
     with Session(lines, privacy_unit="uid", ledger=tmp_path / "b.db", budget=BUDGET, schema=schema) as s:
         assert s.schema == schema
+
+
+def test_a_categorical_column_does_not_publish_its_categories(pair: Pair) -> None:
+    """A pandas categorical made with astype("category") has the data's distinct values as categories; DuckDB
+    scanned it as ENUM('a', 'b', 'secret-diagnosis'), so Session.schema, and a refusal of public keys that do not
+    convert to that type, named the target's value, free of charge.  A categorical column is text."""
+    d = pd.DataFrame({"uid": list(range(N)) + [42], "k": ["a", "b"] * (N // 2) + ["secret-diagnosis"],
+                      "x": [1.0] * (N + 1)})
+    d2 = d[d["uid"] != 42].copy()
+    d["k"], d2["k"] = d["k"].astype("category"), d2["k"].astype("category")  # each frame's own categories
+    s, s2 = pair((d, d2))
+    assert s.schema == s2.schema == {"uid": "BIGINT", "k": "VARCHAR", "x": "DOUBLE"}
+    outcome = _same((s, s2), "SELECT k, COUNT(*) AS n FROM t GROUP BY k", keys={"k": ["a", "b", "zzz"]})
+    assert outcome[0][0] == "answer" and "secret" not in repr(outcome)

@@ -284,6 +284,9 @@ def _pandas_text(df: Any) -> Any:
       checked against: its b'x' made the column BLOB, its 2**70 HUGEINT) and would fail the whole query on
       one unit's string that UTF-8 cannot encode (a lone surrogate), a failure no TRY catches.  Such a
       column is read as text, each value by :func:`_text_value` (a function of that value alone).
+    * A categorical column is text too: its categories are most often the data's distinct values, and as a
+      DuckDB ENUM type they were the schema (``ENUM('a', 'b', 'secret-diagnosis')``), shown by
+      ``Session.schema`` and by refusals without any spend.
     * The index is not part of the table: DuckDB scans a frame with an Arrow-backed column through Arrow,
       which adds a non-default index as a column ``__index_level_0__``, so a frame with rows removed (a
       neighbour) gained a column.  The frame is given a fresh default index.
@@ -299,9 +302,12 @@ def _pandas_text(df: Any) -> Any:
     out.index = pd.RangeIndex(len(df))
     for i, dtype in enumerate(df.dtypes):
         python_strings = isinstance(dtype, pd.StringDtype) and dtype.storage == "python"
-        if not (pd.api.types.is_object_dtype(dtype) or python_strings):
+        categorical = isinstance(dtype, pd.CategoricalDtype)
+        if not (pd.api.types.is_object_dtype(dtype) or python_strings or categorical):
             continue
-        column = df.iloc[:, i]
+        # a categorical's categories are usually the distinct values of the data (astype("category")): DuckDB
+        # made them an ENUM type, so Session.schema and refusals listed every unit's value, free of charge
+        column = df.iloc[:, i].astype(object) if categorical else df.iloc[:, i]
         array = None
         if pd.api.types.infer_dtype(column, skipna=True) == "string":  # only str and missing values
             try:

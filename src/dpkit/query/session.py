@@ -29,8 +29,9 @@ Policies (all documented in the README, with the threat model):
 * An empty table is answered like any other (noisy zeros); whether a table has rows is not public.
 * The schema is public: the declared one for CSV and JSON files (their types would otherwise be
   guessed from the values), the file's own for Parquet, the frame's or table's own otherwise.  A
-  pandas column of dtype object (or of Python strings) has no type of its own and is read as text,
-  each value by its ``str`` (a lone surrogate replaced); a pandas index is not a column.
+  pandas column of dtype object or category (or of Python strings) has no type of its own (a
+  category's categories are usually the data's values) and is read as text, each value by its
+  ``str`` (a lone surrogate replaced); a pandas index is not a column.
 * Released rows are in a fixed order: the public keys' order, or (for privately selected groups)
   a total order of the released key values alone, never the engine's order.
 * Estimates are for the *bounded* data (clamped values, at most ``max_rows`` rows per unit and
