@@ -30,7 +30,8 @@ def _flights(n: int = 1500, seed: int = 0) -> pd.DataFrame:
         "uid": rng.integers(0, 120, n).astype("int64"),
         "carrier": rng.choice(CARRIERS, n),
         "x": np.round(rng.uniform(0, 100, n), 2),
-        "d": [dt.date(2013, 1, 1) + dt.timedelta(days=int(k)) for k in days],
+        # a typed date column (an object column of dates is text: its type would come from the values)
+        "d": pd.array([dt.date(2013, 1, 1) + dt.timedelta(days=int(k)) for k in days], dtype="date32[pyarrow]"),
         "tag": rng.choice(["p", "q", "r", "s", "t", "u"], n),
     })
 

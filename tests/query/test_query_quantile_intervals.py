@@ -39,7 +39,8 @@ def _table() -> pd.DataFrame:
     x[:20] = 130.0  # outside the bounds: clamped to 100
     days = rng.integers(0, 366, N)
     return pd.DataFrame({"uid": np.arange(N), "x": x,
-                         "d": [datetime.date(2020, 1, 1) + datetime.timedelta(days=int(v)) for v in days]})
+                         "d": pd.array([datetime.date(2020, 1, 1) + datetime.timedelta(days=int(v)) for v in days],
+                                       dtype="date32[pyarrow]")})  # typed: an object column is text
 
 
 def _truth(df: pd.DataFrame) -> dict[str, float]:

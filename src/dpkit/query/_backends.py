@@ -8,6 +8,7 @@ back to Python: rows stay in the engine.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import secrets
@@ -126,7 +127,9 @@ def _csv_header(p: Path) -> list[str]:
     import gzip
 
     opener = gzip.open if p.suffix.lower() == ".gz" else open
-    with opener(p, "rt", newline="", encoding="utf-8") as f:
+    # errors="replace": the text decoder reads ahead of the first line, into the rows (one unit's invalid
+    # UTF-8 there made opening the file fail); the header's own bytes decode the same either way
+    with opener(p, "rt", newline="", encoding="utf-8", errors="replace") as f:
         header = next(csv.reader(f, delimiter="\t" if ".tsv" in p.name.lower() else ","), None)
     if not header:
         raise InvalidArgumentError(f"{str(p)!r} has no header line naming its columns.")
@@ -135,21 +138,80 @@ def _csv_header(p: Path) -> list[str]:
     return header
 
 
+def _csv_lines(lit: str, names: list[str], delimiter: str) -> str:
+    """DuckDB SQL of a CSV/TSV file's data lines, one row per physical line, its fields as text (``names``).
+
+    Every row is a function of its own line alone.  DuckDB's CSV reader follows RFC 4180, where a quoted field
+    may run over line ends: one unit's unterminated quote (``42,"5,a``) then swallowed every following line
+    (29 other units' rows in the audit's file), a stray carriage return or a quoted line end failed the whole
+    scan.  Here the reader only splits lines (no quote, no escape; a line it cannot read, e.g. invalid UTF-8,
+    is skipped), and each line is split into fields by one regular expression: a field is ``"..."`` (``""``
+    inside for a quote; the quotes are removed) or a run of characters other than the delimiter; an empty
+    field is NULL, and a line with more fields than the header is skipped.  So a quoted field may hold the
+    delimiter but not a line end (as Spark's CSV reader without ``multiLine``)."""
+    d = "\\t" if delimiter == "\t" else delimiter  # the delimiter inside an RE2 pattern (SQL literal text)
+    raw = (f"read_csv({lit}, columns = {{'line': 'VARCHAR'}}, header = false, skip = 1, auto_detect = false, "
+           "delim = '\x1f', quote = '', escape = '', new_line = '\\n', strict_mode = false, ignore_errors = true, "
+           "null_padding = false)")
+    prefix = "chr(9)" if delimiter == "\t" else f"'{delimiter}'"  # each field then follows a delimiter
+    # a line without a quote is split at each delimiter (the same fields as the pattern's, much faster)
+    fields = (f"""CASE WHEN contains(line, '"') THEN regexp_extract_all({prefix} || line, """
+              f"""'{d}("(?:[^"]|"")*"|[^{d}"][^{d}]*|)', 1) ELSE string_split(line, {prefix}) END""")
+    cols = []
+    for i, n in enumerate(names):
+        f = f"__f[{i + 1}]"
+        value = (f"CASE WHEN {f} LIKE '\"%\"' AND length({f}) >= 2 THEN replace({f}[2:-2], '\"\"', '\"') "
+                 f"ELSE {f} END")
+        cols.append(f"CAST(NULLIF({value}, '') AS VARCHAR) AS {_quote(n, 'duckdb')}")
+    return (f"SELECT {', '.join(cols)} FROM (SELECT {fields} AS __f FROM {raw} WHERE line IS NOT NULL) "
+            f"WHERE len(__f) <= {len(names)}")
+
+
+def _refuse_json_array(p: Path) -> None:
+    """Refuse a JSON file that is one array of records: dpkit reads JSON one record per line (newline-delimited),
+    where a line that is not an object is a row of NULLs, so an array file would be answered as NULLs only.  The
+    file's form is read from its first character (the curator's choice of format, like its suffix)."""
+    with open(p, "rb") as f:
+        head = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head.startswith(b"["):
+        raise InvalidArgumentError(
+            f"{str(p)!r} holds a JSON array; dpkit reads newline-delimited JSON (one object per line, so that one "
+            "person's malformed record cannot fail or change another's). Convert it, e.g. with jq -c '.[]'.")
+
+
+@functools.lru_cache(maxsize=1)
+def _parquet_replaces_bad_utf8() -> bool:
+    """Whether this DuckDB's ``read_parquet`` takes ``utf8_validation`` (a fresh in-memory database says)."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        rows = con.execute("SELECT parameters FROM duckdb_functions() WHERE function_name = 'read_parquet'").fetchall()
+    finally:
+        con.close()
+    return any("utf8_validation" in (r[0] or []) for r in rows)
+
+
 def declared_file_source(path: str | os.PathLike[str], schema: dict[str, str] | None, dialect: str) -> str:
-    """DuckDB SQL reading a file with types that no row can change.
+    """DuckDB SQL reading a file with types that no row can change, and rows that no other row can change.
 
     * Parquet: the file's own schema (written by the data's curator, public), or ``schema``'s types.
-    * CSV/TSV: a fixed dialect (``,`` or tab, ``"`` quotes, a header line; no sniffing of the values),
-      every field read as text, then ``TRY_CAST`` to the declared type (text if undeclared); a value
-      that does not convert becomes NULL and a line with too many fields is skipped, each a function
-      of that line alone.
-    * JSON: exactly the declared columns, read as text and ``TRY_CAST``, so no record adds a column.
+    * CSV/TSV: a fixed dialect (``,`` or tab, ``"`` quotes, a header line; no sniffing of the values), one
+      row per line (:func:`_csv_lines`: a quoted field cannot span lines), every field read as text, then
+      ``TRY_CAST`` to the declared type (text if undeclared); a value that does not convert becomes NULL
+      and a line with too many fields is skipped, each a function of that line alone.
+    * JSON: newline-delimited, one record per line; exactly the declared columns, read as text and
+      ``TRY_CAST``, so no record adds a column; a line that is not a JSON object is a row of NULLs
+      (``ignore_errors``), where it failed the whole scan.
     """
     p = Path(path)
     kind = _file_kind(p)
     lit = exp.convert(str(p)).sql("duckdb")
     if kind == "parquet":
-        src = f"read_parquet({lit})"
+        # a string that is not UTF-8 failed the whole scan (DuckDB validates it while decoding, outside TRY): one
+        # unit's bytes then decided whether every query reading the column failed.  Replaced by '?' instead, a
+        # function of that value alone (DuckDB >= 2.0; older versions keep their strict check)
+        src = f"read_parquet({lit}{', utf8_validation = ' + repr('replace') if _parquet_replaces_bad_utf8() else ''})"
         if not schema:
             return f"SELECT * FROM {src}"
         import duckdb
@@ -160,15 +222,13 @@ def declared_file_source(path: str | os.PathLike[str], schema: dict[str, str] | 
         declared = _require_schema(schema, p, kind)
         names = _csv_header(p)
         _check_declared(declared, names, p)
-        cols = "{" + ", ".join(f"{exp.convert(n).sql('duckdb')}: 'VARCHAR'" for n in names) + "}"
-        delim = "'\t'" if ".tsv" in p.name.lower() else "','"
-        src = (f"read_csv({lit}, header = true, auto_detect = false, delim = {delim}, quote = '\"', "
-               f"escape = '\"', columns = {cols}, ignore_errors = true, null_padding = true)")
+        src = f"({_csv_lines(lit, names, chr(9) if '.tsv' in p.name.lower() else ',')})"
     else:
         declared = _require_schema(schema, p, kind)
+        _refuse_json_array(p)
         names = list(declared)
         cols = "{" + ", ".join(f"{exp.convert(n).sql('duckdb')}: 'VARCHAR'" for n in names) + "}"
-        src = f"read_json({lit}, columns = {cols})"
+        src = f"read_json({lit}, columns = {cols}, format = 'newline_delimited', ignore_errors = true)"
     items = []
     for n in names:
         q = _quote(n, "duckdb")
@@ -198,6 +258,66 @@ def _owned_connection() -> Any:
     con = duckdb.connect()
     con.execute("SET preserve_insertion_order = false")
     return con
+
+
+def _text_value(value: object) -> str | None:
+    """One value of a pandas object or Python-string column as text: a function of that value alone.
+
+    Missing values (None, NaN, NA, NaT) are NULL; anything else is its ``str``, with what UTF-8 cannot encode
+    (a lone surrogate such as '\\ud800') replaced by '?'; a value whose ``str`` fails is NULL."""
+    import pandas as pd
+
+    try:
+        if pd.api.types.is_scalar(value) and pd.isna(value):
+            return None
+        text = value if isinstance(value, str) else str(value)
+        return text.encode("utf-8", "replace").decode("utf-8")
+    except Exception:  # noqa: BLE001 - an object whose str() fails: NULL, decided by this value alone
+        return None
+
+
+def _pandas_text(df: Any) -> Any:
+    """A pandas ``df`` as DuckDB may scan it: text columns read as text, and no index.
+
+    * A column of dtype object or ``StringDtype('python')`` has no type of its own: DuckDB's pandas scan would
+      take one from a sample of its values (so one unit's value could change the schema every query is
+      checked against: its b'x' made the column BLOB, its 2**70 HUGEINT) and would fail the whole query on
+      one unit's string that UTF-8 cannot encode (a lone surrogate), a failure no TRY catches.  Such a
+      column is read as text, each value by :func:`_text_value` (a function of that value alone).
+    * A categorical column is text too: its categories are most often the data's distinct values, and as a
+      DuckDB ENUM type they were the schema (``ENUM('a', 'b', 'secret-diagnosis')``), shown by
+      ``Session.schema`` and by refusals without any spend.
+    * The index is not part of the table: DuckDB scans a frame with an Arrow-backed column through Arrow,
+      which adds a non-default index as a column ``__index_level_0__``, so a frame with rows removed (a
+      neighbour) gained a column.  The frame is given a fresh default index.
+
+    Only the text columns are copied (the others are shared); anything but a pandas frame is returned as is."""
+    import pandas as pd
+
+    if not isinstance(df, pd.DataFrame):
+        return df
+    import pyarrow as pa
+
+    out = df.copy(deep=False)
+    out.index = pd.RangeIndex(len(df))
+    for i, dtype in enumerate(df.dtypes):
+        python_strings = isinstance(dtype, pd.StringDtype) and dtype.storage == "python"
+        categorical = isinstance(dtype, pd.CategoricalDtype)
+        if not (pd.api.types.is_object_dtype(dtype) or python_strings or categorical):
+            continue
+        # a categorical's categories are usually the distinct values of the data (astype("category")): DuckDB
+        # made them an ENUM type, so Session.schema and refusals listed every unit's value, free of charge
+        column = df.iloc[:, i].astype(object) if categorical else df.iloc[:, i]
+        array = None
+        if pd.api.types.infer_dtype(column, skipna=True) == "string":  # only str and missing values
+            try:
+                array = pa.array(column, type=pa.string(), from_pandas=True)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeError, ValueError, TypeError):
+                array = None  # a string UTF-8 cannot encode: value by value, with the same result for the others
+        if array is None:
+            array = pa.array([_text_value(v) for v in column], type=pa.string())
+        out.isetitem(i, pd.arrays.ArrowStringArray(array))
+    return out
 
 
 class DuckDBBackend:
@@ -232,7 +352,9 @@ class DuckDBBackend:
     def from_dataframe(cls, df: Any) -> DuckDBBackend:
         con = _owned_connection()
         relation = "dpkit_source"
-        con.register(relation, df)  # pandas, Polars and Arrow are scanned in place, not copied
+        # DuckDB guesses the type of a pandas object column from a sample of its values (one unit's b'x' made it
+        # BLOB, its 2**70 HUGEINT, its Decimal('1.555') DECIMAL(4,3)): _pandas_text leaves it no such column
+        con.register(relation, _pandas_text(df))  # pandas, Polars and Arrow are scanned in place, not copied
         return cls(con, relation, owned=True)
 
     @classmethod
@@ -424,6 +546,7 @@ class SparkBackend:
                                 sep="\t" if p.suffix.lower() == ".tsv" else ",", quote='"', escape='"',
                                 mode="PERMISSIVE", schema=", ".join(f"{_quote(n, 'spark')} STRING" for n in names))
         else:
+            _refuse_json_array(p)  # Spark reads JSON one record per line too (multiLine off)
             names = list(declared)
             df = spark.read.json(str(p.resolve()), mode="PERMISSIVE",
                                  schema=", ".join(f"{_quote(n, 'spark')} STRING" for n in names))

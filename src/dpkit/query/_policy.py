@@ -16,9 +16,12 @@ an allow-list, and re-emitted from the syntax tree by :func:`row_expression`.  T
   scalar function that DuckDB itself marks deterministic (``stability = 'CONSISTENT'`` in
   ``duckdb_functions()``, read from a fresh in-memory database, never the caller's connection), or
   one of a few deterministic built-in macros (:data:`_MACROS`), and is not in :data:`_UNBOUNDED`
-  (functions whose *output size* a value controls, e.g. ``repeat``: one unit's row could exhaust
-  memory and fail the query, which no ``TRY`` catches).  Random numbers, clocks, sequences,
-  ``error()``, ``sleep_ms`` and every catalog or session function are refused by the first rule.
+  (functions whose *output size* a value controls, e.g. ``repeat`` or ``bitstring``, or whose memory
+  grows with the product of two values' lengths, ``damerau_levenshtein``: one unit's row could exhaust
+  memory and fail the query, which no ``TRY`` catches), and the arguments of :data:`_CONSTANT_ARGUMENTS`
+  must read no column (``replace(s, 'a', s)`` is quadratic in the length of one unit's string).
+  Random numbers, clocks, sequences, ``error()``, ``sleep_ms`` and every catalog or session function
+  are refused by the first rule.
 * **Group keys** must have a scalar type (:func:`check_key_type`): a list, struct, map or union
   key could not be compared, hashed or ordered the same way by every step after the engine.
 
@@ -71,7 +74,15 @@ _UNBOUNDED = frozenset({
     "repeat", "lpad", "rpad", "range", "generate_series", "list_resize", "array_resize", "unnest",
     "string_split_regex", "regexp_split_to_array", "str_split_regex", "list_grade_up", "sleep_ms",
     "bar", "format_bytes", "printf", "format", "getenv", "version", "current_setting",
+    # a value sets the length (bitstring('1', n): up to 2**31 bits a row); a full len(a) x len(b) matrix
+    # (one unit's 70,000-character string: an OutOfMemoryException under a 3 GB address-space limit)
+    "bitstring", "damerau_levenshtein",
 })
+
+#: Functions whose listed arguments (0-based positions) must read no column: the text put in at each match
+#: (``replace(s, 'a', s)`` writes ``s`` once for each 'a' in ``s``: quadratic in one unit's string, 4.9 GB for
+#: 70,000 characters, an OutOfMemoryException no TRY catches).  A literal there keeps the output linear.
+_CONSTANT_ARGUMENTS: dict[str, tuple[int, ...]] = {"replace": (2,), "regexp_replace": (2,)}
 
 _CALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 
@@ -142,6 +153,12 @@ def _check_node(node: exp.Expr, where: str) -> None:
         if name in _UNBOUNDED:
             raise _refuse(f"{name}() in {where} is not supported: its output size is set by a value, so one "
                           "unit's row could make the query run out of memory;", "use a function of bounded size.")
+        for position in _CONSTANT_ARGUMENTS.get(name, ()):
+            args = list(node.iter_expressions())
+            if position < len(args) and args[position].find(exp.Column) is not None:
+                raise _refuse(f"{text} in {where} is not supported: its replacement reads a column, so one unit's "
+                              "long string could make the output quadratic in its length and the query run out of "
+                              "memory;", "use a literal replacement.")
         if name not in allowed_function_names():
             raise _refuse(f"a non-deterministic or unknown function in {where} ({text}) is not supported:",
                           "a query must be a fixed function of the data; use DuckDB's deterministic scalar "
@@ -227,6 +244,20 @@ def check_key_type(name: str, type_name: str) -> None:
     Such keys could not be hashed or ordered the same way after the engine, so a single unit's value
     could make the post-processing fail; the refusal depends only on the schema.
     """
+    if type_name.strip().upper().startswith("INTERVAL"):
+        raise _refuse(f"the group key {name!r} has the type {type_name}, which cannot be a group key: DuckDB groups "
+                      "INTERVAL '1 month' with INTERVAL '30 days' (so the key released would be either, as the rows "
+                      "happen to come), and the candidate groups cannot be put in a total order;",
+                      "group by a number computed from it, e.g. epoch(x) or datepart('month', x).")
+    if type_name.strip().upper() in ("TIME WITH TIME ZONE", "TIMETZ"):
+        raise _refuse(f"the group key {name!r} has the type {type_name}, which cannot be a group key: its values "
+                      "leave the engine without their offsets (12:00+01 and 12:00+00 are two groups that come back "
+                      "as the same 12:00), so the released keys would not be in a strict total order;",
+                      "group by a TIME or a text form of it, e.g. CAST(x AS VARCHAR).")
+    if type_name.strip().upper() in ("BIGNUM", "VARINT"):
+        raise _refuse(f"the group key {name!r} has the type {type_name}, which reaches Python as an opaque Arrow "
+                      "extension that cannot be ordered (the query failed after its spend, on every table);",
+                      "group by CAST(x AS HUGEINT) or CAST(x AS VARCHAR).")
     if _NON_SCALAR.search(type_name):
         raise _refuse(f"the group key {name!r} has the non-scalar type {type_name};",
                       "group by a scalar expression (a number, text, date or timestamp), e.g. one element of it.")

@@ -536,7 +536,10 @@ def _partition_index(keys: list[Any], g: int, hist_keys: list[Any], rows: int | 
     them by: without it every row of such a histogram was dropped, and the quantile drawn from a flat utility).
 
     The match is :func:`_sort_key` equality: NULL matches NULL, a float matches the same bits.  Vectorised
-    (Arrow dictionary codes, a NumPy search) where every key type is in ``_MATCHED_IN_ARROW``; else in Python.
+    (Arrow dictionary codes, a NumPy search) where every key type is in ``_MATCHED_IN_ARROW``, or where the
+    histogram's keys are Arrow columns of the released keys' own types (both the engine's values, which Arrow
+    compares exactly: the session fetches every statement as Arrow); else in Python
+    (:func:`_partition_index_python`, total over values Python cannot hold).
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -548,7 +551,9 @@ def _partition_index(keys: list[Any], g: int, hist_keys: list[Any], rows: int | 
         return np.zeros(n, dtype=np.int64) if g else np.full(n, -1, dtype=np.int64)
     released = [k.combine_chunks() if isinstance(k, pa.ChunkedArray) else k for k in keys]
     codes: list[np.ndarray] = []
-    if any(str(col.type) not in _MATCHED_IN_ARROW for col in released):
+    engine_values = all(isinstance(h, (pa.Array, pa.ChunkedArray)) and h.type == col.type
+                        for col, h in zip(released, hist_keys))
+    if not engine_values and any(str(col.type) not in _MATCHED_IN_ARROW for col in released):
         return _partition_index_python(released, g, hist_keys)  # types Arrow and Python compare differently
     try:
         for col, hist in zip(released, hist_keys):
@@ -571,9 +576,34 @@ def _partition_index(keys: list[Any], g: int, hist_keys: list[Any], rows: int | 
     return np.where(hit, order[pos_c] if g else 0, -1).astype(np.int64)
 
 
+class _Unmatched:
+    """A key value Python cannot hold (a timestamp at infinity, a date before year 1): equal to nothing else."""
+
+    __slots__ = ()
+
+
+def _py_values(column: Any) -> list[Any]:
+    """An Arrow column as Python values, each value Python cannot hold an :class:`_Unmatched` (a function of that
+    value alone: candidate groups are converted here, released or not, so a failure would depend on one unit)."""
+    import pyarrow as pa
+
+    if not hasattr(column, "to_pylist"):
+        return list(column)
+    try:
+        return list(column.to_pylist())
+    except (OverflowError, ValueError, TypeError, pa.ArrowException):
+        out: list[Any] = []
+        for i in range(len(column)):
+            try:
+                out.append(column[i].as_py())
+            except (OverflowError, ValueError, TypeError, pa.ArrowException):
+                out.append(_Unmatched())
+        return out
+
+
 def _partition_index_python(released: list[Any], g: int, hist_keys: list[Any]) -> np.ndarray:
-    index = {_sort_key(k): i for i, k in enumerate(zip(*[c.to_pylist() for c in released]))}
-    columns = [h.to_pylist() if hasattr(h, "to_pylist") else list(h) for h in hist_keys]
+    index = {_sort_key(k): i for i, k in enumerate(zip(*[_py_values(c) for c in released]))}
+    columns = [_py_values(h) for h in hist_keys]
     return np.fromiter((index.get(_sort_key(k), -1) for k in zip(*columns)), dtype=np.int64,
                        count=len(columns[0]) if columns else 0)
 

@@ -28,7 +28,10 @@ Policies (all documented in the README, with the threat model):
   Rows whose privacy unit is NULL are dropped: they belong to no unit that could be bounded.
 * An empty table is answered like any other (noisy zeros); whether a table has rows is not public.
 * The schema is public: the declared one for CSV and JSON files (their types would otherwise be
-  guessed from the values), the file's own for Parquet, the frame's or table's own otherwise.
+  guessed from the values), the file's own for Parquet, the frame's or table's own otherwise.  A
+  pandas column of dtype object or category (or of Python strings) has no type of its own (a
+  category's categories are usually the data's values) and is read as text, each value by its
+  ``str`` (a lone surrogate replaced); a pandas index is not a column.
 * Released rows are in a fixed order: the public keys' order, or (for privately selected groups)
   a total order of the released key values alone, never the engine's order.
 * Estimates are for the *bounded* data (clamped values, at most ``max_rows`` rows per unit and
@@ -419,6 +422,15 @@ class Session:
         self._check_joins(spec)
         k_max, l_max = self._contribution_bounds(spec, max_partitions, max_rows, keys)
         values = self._values(spec, bounds or {})
+        for agg in spec.aggregates:  # the engine computes FLOOR((x - lo) / width) AS BIGINT, outside TRY
+            v = values.get(agg.name)
+            if agg.kind == "quantile" and v is not None and v.lo is not None and v.hi is not None:
+                width = (v.hi - v.lo) / buckets
+                if not (width > 0.0 and (v.hi - v.lo) / width <= 2.0 * buckets):
+                    raise InvalidArgumentError(
+                        f"{agg.name}: the clamping bounds ({v.lo!r}, {v.hi!r}) are too close for {buckets} quantile "
+                        "buckets (a bucket's width is not a positive number a double can divide by); widen them "
+                        "or pass fewer quantile_buckets.")
         # the keys' types, from the schema alone (the engine binds, it reads no row)
         key_types = self._types([k.expr for k in spec.keys], spec)
         for key, type_name in zip(spec.keys, key_types):
@@ -1030,9 +1042,12 @@ class Session:
         failed = False
         try:
             raw = self._backend.fetch_arrow(plan.compiled.sql(self._backend.dialect))
-            hists = {i: self._backend.fetch(plan.compiled.histogram_sql(i, self._backend.dialect))
+            # as Arrow, like the main statement: their keys are every kept group's, released or not, and a Python
+            # conversion of them failed on one unit's value (TIMESTAMP 'infinity') or merged two (DATE 'infinity'
+            # became 9999-12-31)
+            hists = {i: self._backend.fetch_arrow(plan.compiled.histogram_sql(i, self._backend.dialect))
                      for i in plan.compiled.histograms}
-            distincts = {i: self._backend.fetch(plan.compiled.distinct_sql(i, self._backend.dialect))
+            distincts = {i: self._backend.fetch_arrow(plan.compiled.distinct_sql(i, self._backend.dialect))
                          for i in plan.compiled.distincts}
             report = (self._backend.fetch(plan.compiled.report_sql(self._backend.dialect))[0]
                       if plan.compiled.report is not None else None)
