@@ -405,6 +405,15 @@ def test_a_bignum_key_is_refused_not_charged(pair: Pair) -> None:
     assert outcome[0][0] == "UnsupportedError" and "BIGNUM" in outcome[0][1] and outcome[2] == ()
 
 
+def test_a_uhugeint_key_is_refused_not_released_wrong(pair: Pair) -> None:
+    """A UHUGEINT key leaves DuckDB as Arrow decimal128(38, 0): 2^127 + 5 came back as -(2^127 - 5), a wrong key
+    (not a leak: distinct values stay distinct).  Refused from the schema, nothing spent."""
+    pair_ = pair(_typed_pair("UHUGEINT", "CAST(range % 2 AS UHUGEINT)",
+                             "'170141183460469231731687303715884105733'"))
+    outcome = _same(pair_, "SELECT g, COUNT(*) AS n FROM t GROUP BY g", delta=1e-6, epsilon=10.0)
+    assert outcome[0][0] == "UnsupportedError" and "UHUGEINT" in outcome[0][1] and outcome[2] == ()
+
+
 # ------------------------------------------------------------------ probes that found nothing (kept as guards)
 _B = {"bounds": {"x": (0, 10)}}
 ONLY_TARGET = [

@@ -258,6 +258,10 @@ def check_key_type(name: str, type_name: str) -> None:
         raise _refuse(f"the group key {name!r} has the type {type_name}, which reaches Python as an opaque Arrow "
                       "extension that cannot be ordered (the query failed after its spend, on every table);",
                       "group by CAST(x AS HUGEINT) or CAST(x AS VARCHAR).")
+    if type_name.strip().upper() in ("UHUGEINT", "UINT128"):
+        raise _refuse(f"the group key {name!r} has the type {type_name}, which leaves the engine as a signed 128-bit "
+                      "decimal: a key at or above 2^127 would be released as a wrong, negative number;",
+                      "group by CAST(x AS HUGEINT) (values below 2^127) or CAST(x AS VARCHAR).")
     if _NON_SCALAR.search(type_name):
         raise _refuse(f"the group key {name!r} has the non-scalar type {type_name};",
                       "group by a scalar expression (a number, text, date or timestamp), e.g. one element of it.")
