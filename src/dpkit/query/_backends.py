@@ -129,7 +129,7 @@ def _csv_header(p: Path) -> list[str]:
     opener = gzip.open if p.suffix.lower() == ".gz" else open
     # errors="replace": the text decoder reads ahead of the first line, into the rows (one unit's invalid
     # UTF-8 there made opening the file fail); the header's own bytes decode the same either way
-    with opener(p, "rt", newline="", encoding="utf-8", errors="replace") as f:
+    with opener(p, "rt", newline="", encoding="utf-8-sig", errors="replace") as f:  # a leading BOM is no name
         header = next(csv.reader(f, delimiter="\t" if ".tsv" in p.name.lower() else ","), None)
     if not header:
         raise InvalidArgumentError(f"{str(p)!r} has no header line naming its columns.")
