@@ -184,6 +184,7 @@ MEMORY = [
     "SELECT COUNT(*) AS n FROM t WHERE length(regexp_replace(k, 'a', k || 'x', 'g')) > 3",
     "SELECT length(replace(k, 'a', upper(k))) AS g, COUNT(*) AS n FROM t GROUP BY g",
     "SELECT SUM(v) AS s FROM (SELECT uid, MAX(length(replace(k, 'a', k))) AS v FROM t GROUP BY uid)",
+    "SELECT COUNT(*) AS n FROM t WHERE length(json_pretty(k)) > 3",
 ]
 
 
@@ -192,7 +193,9 @@ def test_functions_whose_memory_one_value_sets_are_refused(pair: Pair, query: st
     """``bitstring('1', n)`` allocates n bits (2**31 a row), ``damerau_levenshtein`` a len(a) x len(b) matrix and
     ``replace(k, 'a', k)`` writes k once per 'a' in k: with one unit's 70,000-character string the last two ran
     out of memory under a 3 GB address-space limit (OutOfMemoryException, which TRY does not catch: a charged
-    DataDependentFailure on D, an answer on D').  Refused from the query text, on both, before any spend."""
+    DataDependentFailure on D, an answer on D').  ``json_pretty`` indents each nesting level on its own line: one
+    unit's 70,000-character '[[[...]]]' made 4.9 GB (the same OutOfMemoryException under 3 GB).  Refused from the
+    query text, on both, before any spend."""
     d = pd.DataFrame({"uid": list(range(N)) + [42], "k": ["ab"] * N + ["a" * 70_000],
                       "x": [1.0] * N + [2.0**31 - 1]})
     s, s2 = pair(d)
