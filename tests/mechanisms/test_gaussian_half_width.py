@@ -49,3 +49,27 @@ def test_a_release_at_a_large_grid_sigma_covers_with_its_interval() -> None:
     lo, hi = r.interval
     half = discrete_gaussian_half_width(m.grid_sigma, 0.95) * m.grid
     assert float(hi[0] - r.values[0]) >= half * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("sigma", [1e20, 1e30, 1e100])
+def test_half_width_of_a_huge_sigma_takes_few_evaluations(sigma: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The smallest w was found one unit at a time from the continuous quantile less 2: the 1e-12 float margin
+    needs about 1e-12 sigma such steps (28 s at sigma = 1e20, and no end where a unit no longer moves the float
+    bound).  The search doubles its step and bisects: evaluations of the bound logarithmic in sigma, and the
+    width still holds the noise (at least the continuous quantile, about 1.96 sigma at 95%)."""
+    import scipy.special
+
+    calls = [0]
+    erfc = scipy.special.erfc
+
+    def counted(x: float) -> float:
+        calls[0] += 1
+        if calls[0] > 1000:
+            raise AssertionError("more than 1000 evaluations of the tail bound")
+        return float(erfc(x))
+
+    monkeypatch.setattr(scipy.special, "erfc", counted)
+    w = discrete_gaussian_half_width(sigma, 0.95)
+    assert calls[0] <= 2.0 * math.log2(sigma) + 20.0  # logarithmic in sigma
+    assert w >= sigma * math.sqrt(2.0) * float(mp.erfinv(mp.mpf("0.95")))  # at least the continuous quantile
+    assert w <= 1.96 * sigma * 1.001

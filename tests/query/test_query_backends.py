@@ -97,3 +97,17 @@ def test_a_callers_connection_is_left_open(sources: dict, tmp_path: Path) -> Non
     ) as s:
         s.plan("SELECT COUNT(*) FROM events", epsilon=0.5)
     assert con.execute("SELECT COUNT(*) FROM events").fetchone()[0] == len(mixed_table()["uid"])
+
+
+@pytest.mark.parametrize("crlf", [False, True])
+def test_a_csv_header_with_a_byte_order_mark_names_its_first_column(tmp_path: Path, crlf: bool) -> None:
+    """A CSV saved with a UTF-8 byte order mark (as spreadsheet programs write it): the header was read as
+    '\\ufeffuid', so the declared column 'uid' was 'not in the file'.  The mark is not part of the name; the data
+    lines (read after the header line) are unchanged, with CRLF line ends too."""
+    from dpkit.query._backends import declared_file_source
+
+    end = "\r\n" if crlf else "\n"
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + end.join(["uid,amount", "1,5", '2,"6"', "3,"]).encode() + end.encode())
+    rows = duckdb.connect().execute(declared_file_source(path, {"uid": "BIGINT", "amount": "BIGINT"}, "duckdb"))
+    assert rows.fetchall() == [(1, 5), (2, 6), (3, None)]

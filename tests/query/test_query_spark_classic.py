@@ -101,3 +101,18 @@ def test_typos_spark_raises_only_on_a_row_are_refused_before_anything_is_spent(s
             with pytest.raises(UnsupportedError, match="not a unique key"):
                 s.sql("SELECT COUNT(*) AS n FROM t JOIN dup ON t.region = dup.region", epsilon=1.0)
             assert s.ledger.history() == ()  # type: ignore[attr-defined]  # a SQLite ledger
+
+
+def test_a_gzipped_tsv_file_is_split_at_tabs(spark: Any, tmp_path: Path) -> None:
+    """Spark chose its separator from the last suffix alone: a .tsv.gz file was read with ',' (each line one
+    field, every other column NULL) while its header was split at tabs; DuckDB read it right."""
+    import gzip
+
+    from dpkit.query._backends import SparkBackend
+
+    path = tmp_path / "d.tsv.gz"
+    with gzip.open(path, "wt") as f:
+        f.write("uid\tamount\n1\t5\n2\t6\n")
+    backend = SparkBackend.from_file(spark, path, schema={"uid": "BIGINT", "amount": "BIGINT"})
+    rows = backend.fetch(f"SELECT uid, amount FROM {backend.native} ORDER BY uid")
+    assert [tuple(r) for r in rows] == [(1, 5), (2, 6)]

@@ -93,9 +93,18 @@ def discrete_gaussian_half_width(sigma: float, confidence: float) -> float:
             * (1.0 + 1e-12)
 
     w = max(0, int(math.floor(sigma * root2 * float(erfcinv(target)))) - 2)  # the continuous quantile, less 2
-    while tail_bound(w) > target:
-        w += 1
-    return float(w)
+    if tail_bound(w) <= target:
+        return float(w)
+    # the smallest w above with tail_bound(w) <= target: steps doubling from 1, then bisection (the float
+    # margin can need about 1e-12 sigma units of w, and beyond 2^53 a unit no longer moves the bound)
+    lo, step = w, 1
+    while tail_bound(lo + step) > target:
+        lo, step = lo + step, 2 * step
+    hi = lo + step  # tail_bound(lo) > target >= tail_bound(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if tail_bound(mid) > target else (lo, mid)
+    return float(hi)
 
 
 def _grid_delta(dimension: int, units: float, grid_sigma: float, epsilon: float) -> Estimate:

@@ -121,6 +121,11 @@ def _check_declared(schema: dict[str, str], names: list[str], p: Path) -> dict[s
     return schema
 
 
+def _csv_delimiter(p: Path) -> str:
+    """The field delimiter of a CSV or TSV file (``x.tsv`` and ``x.tsv.gz``: a tab), for every reader alike."""
+    return "\t" if ".tsv" in p.name.lower() else ","
+
+
 def _csv_header(p: Path) -> list[str]:
     """The column names on the first line (the header is public, like a schema)."""
     import csv
@@ -129,8 +134,8 @@ def _csv_header(p: Path) -> list[str]:
     opener = gzip.open if p.suffix.lower() == ".gz" else open
     # errors="replace": the text decoder reads ahead of the first line, into the rows (one unit's invalid
     # UTF-8 there made opening the file fail); the header's own bytes decode the same either way
-    with opener(p, "rt", newline="", encoding="utf-8", errors="replace") as f:
-        header = next(csv.reader(f, delimiter="\t" if ".tsv" in p.name.lower() else ","), None)
+    with opener(p, "rt", newline="", encoding="utf-8-sig", errors="replace") as f:  # a leading BOM is no name
+        header = next(csv.reader(f, delimiter=_csv_delimiter(p)), None)
     if not header:
         raise InvalidArgumentError(f"{str(p)!r} has no header line naming its columns.")
     if len(set(header)) != len(header):
@@ -222,7 +227,7 @@ def declared_file_source(path: str | os.PathLike[str], schema: dict[str, str] | 
         declared = _require_schema(schema, p, kind)
         names = _csv_header(p)
         _check_declared(declared, names, p)
-        src = f"({_csv_lines(lit, names, chr(9) if '.tsv' in p.name.lower() else ',')})"
+        src = f"({_csv_lines(lit, names, _csv_delimiter(p))})"
     else:
         declared = _require_schema(schema, p, kind)
         _refuse_json_array(p)
@@ -543,7 +548,7 @@ class SparkBackend:
         if kind == "csv":
             names = _csv_header(p)
             df = spark.read.csv(str(p.resolve()), header=True, inferSchema=False, enforceSchema=False,
-                                sep="\t" if p.suffix.lower() == ".tsv" else ",", quote='"', escape='"',
+                                sep=_csv_delimiter(p), quote='"', escape='"',
                                 mode="PERMISSIVE", schema=", ".join(f"{_quote(n, 'spark')} STRING" for n in names))
         else:
             _refuse_json_array(p)  # Spark reads JSON one record per line too (multiLine off)

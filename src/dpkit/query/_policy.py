@@ -17,8 +17,9 @@ an allow-list, and re-emitted from the syntax tree by :func:`row_expression`.  T
   ``duckdb_functions()``, read from a fresh in-memory database, never the caller's connection), or
   one of a few deterministic built-in macros (:data:`_MACROS`), and is not in :data:`_UNBOUNDED`
   (functions whose *output size* a value controls, e.g. ``repeat`` or ``bitstring``, or whose memory
-  grows with the product of two values' lengths, ``damerau_levenshtein``: one unit's row could exhaust
-  memory and fail the query, which no ``TRY`` catches), and the arguments of :data:`_CONSTANT_ARGUMENTS`
+  grows with the product of two values' lengths, ``damerau_levenshtein``, or with the square of one's,
+  ``json_pretty``: one unit's row could exhaust memory and fail the query, which no ``TRY`` catches),
+  and the arguments of :data:`_CONSTANT_ARGUMENTS`
   must read no column (``replace(s, 'a', s)`` is quadratic in the length of one unit's string).
   Random numbers, clocks, sequences, ``error()``, ``sleep_ms`` and every catalog or session function
   are refused by the first rule.
@@ -77,6 +78,8 @@ _UNBOUNDED = frozenset({
     # a value sets the length (bitstring('1', n): up to 2**31 bits a row); a full len(a) x len(b) matrix
     # (one unit's 70,000-character string: an OutOfMemoryException under a 3 GB address-space limit)
     "bitstring", "damerau_levenshtein",
+    # each nesting level indented on its own line: quadratic in one unit's '[[[...]]]' (70,000 characters: 4.9 GB)
+    "json_pretty",
 })
 
 #: Functions whose listed arguments (0-based positions) must read no column: the text put in at each match
