@@ -143,33 +143,24 @@ def _csv_header(p: Path) -> list[str]:
     return header
 
 
-def _csv_lines(lit: str, names: list[str], delimiter: str) -> str:
-    """DuckDB SQL of a CSV/TSV file's data lines, one row per physical line, its fields as text (``names``).
+def _csv_records(lit: str, names: list[str], delimiter: str) -> str:
+    """DuckDB SQL reading a CSV/TSV file's records (RFC 4180, as ``csv.writer`` and ``pandas.to_csv`` write them),
+    every field as text (``names``), each record a function of its own bytes alone.
 
-    Every row is a function of its own line alone.  DuckDB's CSV reader follows RFC 4180, where a quoted field
-    may run over line ends: one unit's unterminated quote (``42,"5,a``) then swallowed every following line
-    (29 other units' rows in the audit's file), a stray carriage return or a quoted line end failed the whole
-    scan.  Here the reader only splits lines (no quote, no escape; a line it cannot read, e.g. invalid UTF-8,
-    is skipped), and each line is split into fields by one regular expression: a field is ``"..."`` (``""``
-    inside for a quote; the quotes are removed) or a run of characters other than the delimiter; an empty
-    field is NULL, and a line with more fields than the header is skipped.  So a quoted field may hold the
-    delimiter but not a line end (as Spark's CSV reader without ``multiLine``)."""
-    d = "\\t" if delimiter == "\t" else delimiter  # the delimiter inside an RE2 pattern (SQL literal text)
-    raw = (f"read_csv({lit}, columns = {{'line': 'VARCHAR'}}, header = false, skip = 1, auto_detect = false, "
-           "delim = '\x1f', quote = '', escape = '', new_line = '\\n', strict_mode = false, ignore_errors = true, "
-           "null_padding = false)")
-    prefix = "chr(9)" if delimiter == "\t" else f"'{delimiter}'"  # each field then follows a delimiter
-    # a line without a quote is split at each delimiter (the same fields as the pattern's, much faster)
-    fields = (f"""CASE WHEN contains(line, '"') THEN regexp_extract_all({prefix} || line, """
-              f"""'{d}("(?:[^"]|"")*"|[^{d}"][^{d}]*|)', 1) ELSE string_split(line, {prefix}) END""")
-    cols = []
-    for i, n in enumerate(names):
-        f = f"__f[{i + 1}]"
-        value = (f"CASE WHEN {f} LIKE '\"%\"' AND length({f}) >= 2 THEN replace({f}[2:-2], '\"\"', '\"') "
-                 f"ELSE {f} END")
-        cols.append(f"CAST(NULLIF({value}, '') AS VARCHAR) AS {_quote(n, 'duckdb')}")
-    return (f"SELECT {', '.join(cols)} FROM (SELECT {fields} AS __f FROM {raw} WHERE line IS NOT NULL) "
-            f"WHERE len(__f) <= {len(names)}")
+    A quoted field may hold the delimiter, doubled quotes and line ends (``\n``, ``\r``, ``\r\n``): one unit's
+    free text that holds a line end stays one field of its own record.  (A reader that split physical lines
+    made that text's later lines rows of whatever units they named: one unit's value added rows for others.)
+    A record DuckDB cannot read (invalid UTF-8, too few fields, too long) is skipped (``ignore_errors``), one
+    with too many fields keeps the first ones (``strict_mode = false``: with it on, a carriage return before a
+    line end failed the whole scan), and no quoted line end fails the scan (``null_padding = false``; with it
+    on, DuckDB refuses quoted line ends).  The quoting itself is trusted to be well formed, as the README's
+    threat model states: a field that opens a quote and never closes it is not RFC 4180, and runs on to the
+    next quote whatever reader follows the standard.
+    """
+    cols = "{" + ", ".join(f"{exp.convert(n).sql('duckdb')}: 'VARCHAR'" for n in names) + "}"
+    delim = "'\t'" if delimiter == "\t" else f"'{delimiter}'"
+    return (f"SELECT * FROM read_csv({lit}, header = true, auto_detect = false, delim = {delim}, quote = '\"', "
+            f"escape = '\"', columns = {cols}, ignore_errors = true, null_padding = false, strict_mode = false)")
 
 
 def _refuse_json_array(p: Path) -> None:
@@ -201,10 +192,10 @@ def declared_file_source(path: str | os.PathLike[str], schema: dict[str, str] | 
     """DuckDB SQL reading a file with types that no row can change, and rows that no other row can change.
 
     * Parquet: the file's own schema (written by the data's curator, public), or ``schema``'s types.
-    * CSV/TSV: a fixed dialect (``,`` or tab, ``"`` quotes, a header line; no sniffing of the values), one
-      row per line (:func:`_csv_lines`: a quoted field cannot span lines), every field read as text, then
+    * CSV/TSV: a fixed dialect (``,`` or tab, ``"`` quotes, a header line; no sniffing of the values), RFC 4180
+      records (:func:`_csv_records`: a quoted field may hold line ends), every field read as text, then
       ``TRY_CAST`` to the declared type (text if undeclared); a value that does not convert becomes NULL
-      and a line with too many fields is skipped, each a function of that line alone.
+      and a record DuckDB cannot read is skipped, each a function of that record alone.
     * JSON: newline-delimited, one record per line; exactly the declared columns, read as text and
       ``TRY_CAST``, so no record adds a column; a line that is not a JSON object is a row of NULLs
       (``ignore_errors``), where it failed the whole scan.
@@ -227,7 +218,7 @@ def declared_file_source(path: str | os.PathLike[str], schema: dict[str, str] | 
         declared = _require_schema(schema, p, kind)
         names = _csv_header(p)
         _check_declared(declared, names, p)
-        src = f"({_csv_lines(lit, names, _csv_delimiter(p))})"
+        src = f"({_csv_records(lit, names, _csv_delimiter(p))})"
     else:
         declared = _require_schema(schema, p, kind)
         _refuse_json_array(p)
@@ -547,8 +538,10 @@ class SparkBackend:
         declared = _require_schema(schema, p, kind)
         if kind == "csv":
             names = _csv_header(p)
+            # multiLine: RFC 4180 records, a quoted field holding line ends one field (without it Spark split
+            # physical lines, so one unit's quoted text made rows of the units its later lines named)
             df = spark.read.csv(str(p.resolve()), header=True, inferSchema=False, enforceSchema=False,
-                                sep=_csv_delimiter(p), quote='"', escape='"',
+                                sep=_csv_delimiter(p), quote='"', escape='"', multiLine=True,
                                 mode="PERMISSIVE", schema=", ".join(f"{_quote(n, 'spark')} STRING" for n in names))
         else:
             _refuse_json_array(p)  # Spark reads JSON one record per line too (multiLine off)
