@@ -235,7 +235,7 @@ class Gaussian(Mechanism):
             # start from the continuous calibration at the grid's sensitivity (sigma scales with it): the
             # discrete pair's profile is within a small relative distance of the continuous one there
             grid_sigma = bisect_sigma(lambda s: _grid_delta(dimension, units_l2, s, eps) <= dl,
-                                      grid_sigma * units_l2 / (s2 / grid), step=2.0**-26)
+                                      sig * units_l2 / s2, step=2.0**-26)
         object.__setattr__(self, "sensitivity", s2)  # frozen: set as a dataclass __init__ does
         object.__setattr__(self, "dimension", dimension)
         object.__setattr__(self, "grid", grid)
