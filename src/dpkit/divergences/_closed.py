@@ -567,31 +567,27 @@ class DiscreteGaussianShift(Evaluator):
         ends = np.array([-reach, reach], dtype=np.float64)
         max_loss = float(np.max(np.abs((d**2 - 2.0 * d * ends) / (2.0 * sigma**2))))  # the table's largest |loss|
         slack_max = 8.0 * _U * (abs(epsilon) + max_loss)
-        if (d, sigma, self.log_norm) in _DG_TABLES:  # an epsilon search at one sigma: the table is built
-            t = _dg_table(d, sigma, self.log_norm)
-            j = int(np.searchsorted(t.neg_loss, -(epsilon - slack_max), side="left"))
-            j0 = int(np.searchsorted(t.neg_loss, -epsilon, side="left"))
-            return self._hockey_sum(epsilon, t.loss[:j], t.logp[:j], j0, 0.0, t.p[:j])
-        # the last atom that can have loss > eps - slack (loss decreases in k), two more for its rounding
-        cut = min(reach, int(math.ceil(d / 2.0 - sigma**2 * (epsilon - slack_max) / d)) + 2)
-        short = int(math.ceil(sigma * math.sqrt(2.0 * (184.0 + 2.0 * math.log(max(sigma, 1.0))))))
-        for start in ((short, reach) if short < reach else (reach,)):
-            if cut < -start:  # no atom in [-start, reach] can have loss > eps
-                continue
-            k = np.arange(-start, cut + 1, dtype=np.float64)
-            loss = (d**2 - 2.0 * d * k) / (2.0 * sigma**2)
-            j = int(np.searchsorted(-loss, -(epsilon - slack_max), side="left"))
-            if j == k.size and cut < reach:  # the float cut fell short: sum the whole table instead
-                break
-            logp = -(k[:j] * k[:j]) / (2.0 * sigma**2) - self.log_norm
-            j0 = int(np.searchsorted(-loss[:j], -epsilon, side="left"))
-            tail = (2.0 * math.exp(-(start * start) / (2.0 * sigma**2)) / -math.expm1(-start / sigma**2)
-                    if start < reach else 0.0)  # below -39 sigma: less than e^{-760}, not added (as always)
-            out = self._hockey_sum(epsilon, loss[:j], logp, j0, tail)
-            if start == reach or float(out) >= 1e-60:
-                return out
-        else:  # (no atom within 39 sigma has loss > eps: the mass beyond is below e^{-760})
-            return Estimate(5e-324, kind="upper", error=5e-324, method=self.method + " (tail beyond the table)")
+        if (d, sigma, self.log_norm) not in _DG_TABLES:  # (an epsilon search at one sigma: the table is built)
+            # the last atom that can have loss > eps - slack (loss decreases in k), two more for its rounding
+            cut = min(reach, int(math.ceil(d / 2.0 - sigma**2 * (epsilon - slack_max) / d)) + 2)
+            short = int(math.ceil(sigma * math.sqrt(2.0 * (184.0 + 2.0 * math.log(max(sigma, 1.0))))))
+            for start in ((short, reach) if short < reach else (reach,)):
+                if cut < -start:  # no atom in [-start, reach] can have loss > eps
+                    continue
+                k = np.arange(-start, cut + 1, dtype=np.float64)
+                loss = (d**2 - 2.0 * d * k) / (2.0 * sigma**2)
+                j = int(np.searchsorted(-loss, -(epsilon - slack_max), side="left"))
+                if j == k.size and cut < reach:  # the float cut fell short: sum the whole table instead
+                    break
+                logp = -(k[:j] * k[:j]) / (2.0 * sigma**2) - self.log_norm
+                j0 = int(np.searchsorted(-loss[:j], -epsilon, side="left"))
+                tail = (2.0 * math.exp(-(start * start) / (2.0 * sigma**2)) / -math.expm1(-start / sigma**2)
+                        if start < reach else 0.0)  # below -39 sigma: less than e^{-760}, not added (as always)
+                out = self._hockey_sum(epsilon, loss[:j], logp, j0, tail)
+                if start == reach or float(out) >= 1e-60:
+                    return out
+            else:  # (no atom within 39 sigma has loss > eps: the mass beyond is below e^{-760})
+                return Estimate(5e-324, kind="upper", error=5e-324, method=self.method + " (tail beyond the table)")
         t = _dg_table(d, sigma, self.log_norm)
         j = int(np.searchsorted(t.neg_loss, -(epsilon - slack_max), side="left"))
         j0 = int(np.searchsorted(t.neg_loss, -epsilon, side="left"))
