@@ -241,30 +241,35 @@ def parse_expression(text: object, where: str, *, dialect: str = "duckdb") -> ex
 _NON_SCALAR = re.compile(r"(\[|<|^\s*(struct|map|union|array|list|variant)\b)", re.IGNORECASE)
 
 
+# scalar key types that still cannot be released: why (after "has the type T, "), and what to write instead
+_INTERVAL = ("which cannot be a group key: DuckDB groups INTERVAL '1 month' with INTERVAL '30 days' (so the key "
+             "released would be either, as the rows happen to come), and the candidate groups cannot be put in a "
+             "total order", "group by a number computed from it, e.g. epoch(x) or datepart('month', x).")
+_TIMETZ = ("which cannot be a group key: its values leave the engine without their offsets (12:00+01 and 12:00+00 "
+           "are two groups that come back as the same 12:00), so the released keys would not be in a strict total "
+           "order", "group by a TIME or a text form of it, e.g. CAST(x AS VARCHAR).")
+_BIGNUM = ("which reaches Python as an opaque Arrow extension that cannot be ordered (the query failed after its "
+           "spend, on every table)", "group by CAST(x AS HUGEINT) or CAST(x AS VARCHAR).")
+_UHUGEINT = ("which leaves the engine as a signed 128-bit decimal: a key at or above 2^127 would be released as a "
+             "wrong, negative number", "group by CAST(x AS HUGEINT) (values below 2^127) or CAST(x AS VARCHAR).")
+_REFUSED_KEY_TYPES: dict[str, tuple[str, str]] = {
+    "INTERVAL": _INTERVAL, "TIME WITH TIME ZONE": _TIMETZ, "TIMETZ": _TIMETZ, "BIGNUM": _BIGNUM,
+    "VARINT": _BIGNUM, "UHUGEINT": _UHUGEINT, "UINT128": _UHUGEINT,
+}
+
+
 def check_key_type(name: str, type_name: str) -> None:
-    """Refuse a group key whose engine type is not scalar (a list, struct, map, union or array).
+    """Refuse a group key whose engine type is not scalar (a list, struct, map, union or array), or is one of
+    the scalar types that cannot be released as a strict total order of exact values (:data:`_REFUSED_KEY_TYPES`).
 
     Such keys could not be hashed or ordered the same way after the engine, so a single unit's value
     could make the post-processing fail; the refusal depends only on the schema.
     """
-    if type_name.strip().upper().startswith("INTERVAL"):
-        raise _refuse(f"the group key {name!r} has the type {type_name}, which cannot be a group key: DuckDB groups "
-                      "INTERVAL '1 month' with INTERVAL '30 days' (so the key released would be either, as the rows "
-                      "happen to come), and the candidate groups cannot be put in a total order;",
-                      "group by a number computed from it, e.g. epoch(x) or datepart('month', x).")
-    if type_name.strip().upper() in ("TIME WITH TIME ZONE", "TIMETZ"):
-        raise _refuse(f"the group key {name!r} has the type {type_name}, which cannot be a group key: its values "
-                      "leave the engine without their offsets (12:00+01 and 12:00+00 are two groups that come back "
-                      "as the same 12:00), so the released keys would not be in a strict total order;",
-                      "group by a TIME or a text form of it, e.g. CAST(x AS VARCHAR).")
-    if type_name.strip().upper() in ("BIGNUM", "VARINT"):
-        raise _refuse(f"the group key {name!r} has the type {type_name}, which reaches Python as an opaque Arrow "
-                      "extension that cannot be ordered (the query failed after its spend, on every table);",
-                      "group by CAST(x AS HUGEINT) or CAST(x AS VARCHAR).")
-    if type_name.strip().upper() in ("UHUGEINT", "UINT128"):
-        raise _refuse(f"the group key {name!r} has the type {type_name}, which leaves the engine as a signed 128-bit "
-                      "decimal: a key at or above 2^127 would be released as a wrong, negative number;",
-                      "group by CAST(x AS HUGEINT) (values below 2^127) or CAST(x AS VARCHAR).")
+    upper = type_name.strip().upper()
+    refused = _REFUSED_KEY_TYPES.get("INTERVAL" if upper.startswith("INTERVAL") else upper)
+    if refused is not None:
+        why, hint = refused
+        raise _refuse(f"the group key {name!r} has the type {type_name}, {why};", hint)
     if _NON_SCALAR.search(type_name):
         raise _refuse(f"the group key {name!r} has the non-scalar type {type_name};",
                       "group by a scalar expression (a number, text, date or timestamp), e.g. one element of it.")
